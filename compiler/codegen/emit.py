@@ -1,0 +1,19 @@
+"""The codegen emitter: typed stubs per source (`codegen.stubs`) and the router package (`codegen.router`),
+all under `python/` in the output folder. Layout:
+
+    python/toolc_router/          the generated, policy-checked router (one per project)
+    python/<source_package>/      one package per source: models.py (pydantic v2), tools.py (async stubs)
+"""
+
+from __future__ import annotations
+
+from compiler.build import Build
+from compiler.codegen.router import generate_router
+from compiler.codegen.stubs import generate_stubs
+
+
+def emit_python(build: Build) -> None:
+    if not build.config.codegen:
+        return
+    for path, content in sorted({**generate_router(build), **generate_stubs(build)}.items()):
+        build.add_file(f"python/{path}", content)

@@ -1,0 +1,146 @@
+"""The project file: `toolc.yaml` (or a seed-style `mcp_servers.yaml`) → a validated `Config`.
+
+Paths in the file are relative to the file's folder; `Config.root` is that folder. Unknown keys are refused,
+so a typo is a diagnostic rather than a setting silently ignored. `${ENV}` references are left as written
+here and expanded only where a value is used (so secrets never reach recordings or generated code).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from compiler.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.loading import load_document
+
+INVALID_CONFIG = "TC110"
+
+DEFAULT_CONFIG_NAME = "toolc.yaml"
+ALL_TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolFilter(_Strict):
+    enabled: bool = True
+    allow_tools: tuple[str, ...] = ()
+    """Empty means every tool (seed 000)."""
+    deny_tools: tuple[str, ...] = ()
+    fixed_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Tool name → preset arguments, hidden from the model and merged in by the router (seeds 003/004)."""
+
+
+class ServerConfig(ToolFilter):
+    """One MCP server: seed 000's `mcp_servers` entry plus http/sse transports and a recording path."""
+
+    id: str
+    transport: Literal["stdio", "http", "sse"] = "stdio"
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_ms: int = Field(default=30_000, gt=0)
+    deny_side_effect_tags: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    """Names of env vars and headers whose values are secret (never written anywhere)."""
+    recording: str | None = None
+    """Where `toolc record` writes and `toolc compile` reads; default `recordings/<id>.json`."""
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split_command(cls, value: Any) -> Any:
+        return shlex.split(value) if isinstance(value, str) else value
+
+    @property
+    def recording_path(self) -> str:
+        return self.recording or f"recordings/{self.id}.json"
+
+
+class OpenApiConfig(ToolFilter):
+    id: str | None = None
+    """Default: the file name without its suffix."""
+    path: str
+    base_url: str | None = None
+    """Overrides the document's first `servers` entry."""
+
+
+class RecordingConfig(ToolFilter):
+    """A recorded MCP listing with no server behind it (the corpus captures, hand-made listings)."""
+
+    id: str | None = None
+    path: str
+
+
+class NamesConfig(_Strict):
+    server_prefix: Literal["always", "never", "on-conflict"] = "on-conflict"
+    separator: str = "__"
+    namesake: Literal["raise", "rename", "skip", "override"] = "rename"
+
+
+class ResolverConfig(_Strict):
+    max_depth: int = Field(default=3, ge=0, le=32)
+    """How far `inline` unrolls a recursive reference before pruning it."""
+    node_budget: int = Field(default=200_000, gt=0)
+    """How many schema nodes one resolution may produce before it stops (exponential fan-out)."""
+
+
+class PolicyConfig(_Strict):
+    """The router's policy, baked into generated code (seed 000's gates)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
+    deny_side_effect_tags: tuple[str, ...] = ()
+    admin_tools: tuple[str, ...] = ()
+    admin_token_env: str = "TOOLC_ADMIN_TOKEN"
+
+
+class Config(_Strict):
+    root: Path = Path(".")
+    output: str = "generated"
+    openapi: tuple[OpenApiConfig, ...] = ()
+    recordings: tuple[RecordingConfig, ...] = ()
+    mcp_servers: tuple[ServerConfig, ...] = ()
+    targets: tuple[str, ...] = ALL_TARGETS
+    names: NamesConfig = NamesConfig()
+    resolver: ResolverConfig = ResolverConfig()
+    policy: PolicyConfig = PolicyConfig()
+    codegen: bool = True
+    """Emit typed Python stubs and the router under `<output>/python/`."""
+
+    @property
+    def output_dir(self) -> Path:
+        return self.root / self.output
+
+    def path(self, relative: str) -> Path:
+        return (self.root / relative).resolve()
+
+
+def _invalid(message: str, source: str) -> CompilerError:
+    return CompilerError(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, message=message, source=source))
+
+
+def config_from_data(data: Any, *, root: Path, source: str) -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise _invalid("a project file must be a mapping", source)
+    try:
+        return Config.model_validate({**data, "root": root})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "/".join(str(part) for part in first["loc"])
+        raise _invalid(f"{where}: {first['msg']} ({exc.error_count()} problem(s))", source) from None
+
+
+def load_config(path: Path) -> Config:
+    display = str(path)
+    data = load_document(path, display=display)
+    return config_from_data(data, root=path.resolve().parent, source=display)

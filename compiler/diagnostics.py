@@ -1,0 +1,121 @@
+"""Diagnostics: every problem the compiler finds is a value with a stable code and a location.
+
+Codes are grouped by stage; each module declares the codes it raises as constants next to the code that
+raises them, and the README lists them all:
+
+    TC1xx  reading input (files, JSON/YAML syntax, kind detection, config)
+    TC2xx  $ref resolution (network, outside root, cycles, budget, bad pointers)
+    TC3xx  sources (OpenAPI operations, MCP listings)
+    TC4xx  provider lowering and the loss report
+    TC5xx  live MCP servers
+    TC6xx  code generation
+    TC7xx  drift
+    TC9xx  internal
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Severity(enum.StrEnum):
+    """ERROR fails the compile (nothing is written); WARNING fails it only under --strict."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    source: str = ""
+    """The input it concerns: a source id or a file path, with `:line:col` when known."""
+    tool: str = ""
+    """The tool id, when the problem belongs to one tool."""
+    pointer: str = ""
+    """A JSON pointer into the tool's schema or the source document."""
+    provider: str = ""
+    """The target, for lowering diagnostics (the loss report)."""
+
+    def location(self) -> str:
+        parts = [p for p in (self.source, self.tool) if p]
+        where = " ".join(parts)
+        if self.pointer:
+            where = f"{where} {self.pointer}" if where else self.pointer
+        return where or "<project>"
+
+    def render(self) -> str:
+        """One line, the way compilers print: `location: severity[CODE]: message`."""
+        prefix = f"[{self.provider}] " if self.provider else ""
+        return f"{self.location()}: {self.severity.value}[{self.code}]: {prefix}{self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        return data
+
+    def sort_key(self) -> tuple[str, str, str, str, int, str]:
+        return (self.source, self.tool, self.provider, self.pointer, _SEVERITY_ORDER[self.severity], self.code)
+
+
+@dataclass
+class Diagnostics:
+    """A sink that stages append to. Order of arrival is kept; `sorted()` gives the stable report order."""
+
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        self.items.append(diagnostic)
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.items.extend(diagnostics)
+
+    def error(self, code: str, message: str, **where: str) -> Diagnostic:
+        return self._emit(code, Severity.ERROR, message, where)
+
+    def warning(self, code: str, message: str, **where: str) -> Diagnostic:
+        return self._emit(code, Severity.WARNING, message, where)
+
+    def info(self, code: str, message: str, **where: str) -> Diagnostic:
+        return self._emit(code, Severity.INFO, message, where)
+
+    def _emit(self, code: str, severity: Severity, message: str, where: dict[str, str]) -> Diagnostic:
+        diagnostic = Diagnostic(code=code, severity=severity, message=message, **where)
+        self.items.append(diagnostic)
+        return diagnostic
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity is Severity.ERROR for d in self.items)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for d in self.items if d.severity is severity)
+
+    def codes(self) -> set[str]:
+        return {d.code for d in self.items}
+
+    def sorted(self) -> list[Diagnostic]:
+        return sorted(self.items, key=Diagnostic.sort_key)
+
+    def __iter__(self) -> Iterator[Diagnostic]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class CompilerError(Exception):
+    """The one root exception: raised only to abort, carrying the diagnostic that explains why."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.render())
+        self.diagnostic = diagnostic

@@ -1,0 +1,133 @@
+"""IR ⇄ JSON, and the canonical JSON encoding every emitted file uses (sorted keys, 2-space indent, LF, UTF-8)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from compiler.ir import (
+    Annotations,
+    Catalog,
+    HttpArgument,
+    HttpBinding,
+    McpBinding,
+    RiskLevel,
+    SecurityScheme,
+    Source,
+    Tool,
+)
+
+CATALOG_FORMAT = 1
+
+
+def canonical_json(data: Any) -> bytes:
+    """The one encoding for generated JSON: byte-identical for equal data, whatever the dict order."""
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+
+
+def compact_json(data: Any) -> bytes:
+    """Canonical but compact: for hashing and for large files nobody reads by eye."""
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+def _drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def annotations_to_json(annotations: Annotations) -> dict[str, Any]:
+    return _drop_none(dataclasses.asdict(annotations))
+
+
+def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
+    if isinstance(binding, McpBinding):
+        return {"kind": "mcp", "server": binding.server, "tool_name": binding.tool_name}
+    return {
+        "kind": "http",
+        "method": binding.method,
+        "path": binding.path,
+        "base_url": binding.base_url,
+        "body_content_type": binding.body_content_type,
+        "arguments": [_drop_none(dataclasses.asdict(argument)) for argument in binding.arguments],
+        "security": [[_drop_none(dataclasses.asdict(s)) for s in alternative] for alternative in binding.security],
+    }
+
+
+def tool_to_json(tool: Tool) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "id": tool.id,
+            "source": tool.source,
+            "name": tool.name,
+            "title": tool.title,
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+            "output_schema": tool.output_schema,
+            "annotations": annotations_to_json(tool.annotations) or None,
+            "risk": tool.risk.label,
+            "side_effects": list(tool.side_effects),
+            "fixed_params": dict(tool.fixed_params) or None,
+            "binding": binding_to_json(tool.binding),
+            "extra": dict(tool.extra) or None,
+        }
+    )
+
+
+def source_to_json(source: Source) -> dict[str, Any]:
+    return {
+        "id": source.id,
+        "kind": source.kind,
+        "location": source.location,
+        "info": dict(source.info),
+        "definitions": dict(source.definitions),
+    }
+
+
+def catalog_to_json(catalog: Catalog) -> dict[str, Any]:
+    return {
+        "format": CATALOG_FORMAT,
+        "sources": [source_to_json(s) for s in sorted(catalog.sources, key=lambda s: s.id)],
+        "tools": [tool_to_json(t) for t in sorted(catalog.tools, key=lambda t: t.id)],
+    }
+
+
+def _binding_from_json(data: Mapping[str, Any]) -> McpBinding | HttpBinding:
+    if data["kind"] == "mcp":
+        return McpBinding(server=data["server"], tool_name=data["tool_name"])
+    return HttpBinding(
+        method=data["method"],
+        path=data["path"],
+        base_url=data["base_url"],
+        body_content_type=data.get("body_content_type"),
+        arguments=tuple(HttpArgument(**argument) for argument in data["arguments"]),
+        security=tuple(tuple(SecurityScheme(**s) for s in alt) for alt in data.get("security", [])),
+    )
+
+
+def tool_from_json(data: Mapping[str, Any]) -> Tool:
+    return Tool(
+        id=data["id"],
+        source=data["source"],
+        name=data["name"],
+        title=data.get("title"),
+        description=data.get("description", ""),
+        input_schema=data["input_schema"],
+        output_schema=data.get("output_schema"),
+        binding=_binding_from_json(data["binding"]),
+        annotations=Annotations(**data.get("annotations", {})),
+        risk=RiskLevel.from_label(data.get("risk", "low")),
+        side_effects=tuple(data.get("side_effects", ())),
+        fixed_params=data.get("fixed_params", {}),
+        extra=data.get("extra", {}),
+    )
+
+
+def catalog_from_json(data: Mapping[str, Any]) -> Catalog:
+    sources = tuple(
+        Source(id=s["id"], kind=s["kind"], location=s["location"], info=s.get("info", {}),
+               definitions=s.get("definitions", {}))
+        for s in data["sources"]
+    )
+    return Catalog(sources=sources, tools=tuple(tool_from_json(t) for t in data["tools"]))
