@@ -1,0 +1,153 @@
+"""`RefResolver`: the one object sources, providers and codegen resolve `$ref`s through."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.ir import JsonObject
+from compiler.loading import parse_document, read_bytes
+from compiler.refs import codes
+from compiler.refs.bundler import BundleMemo, Bundler
+from compiler.refs.external import ExternalBundler, main_file, needs_bundling
+from compiler.refs.inliner import InlineMemo, Inliner
+from compiler.refs.pointers import is_legacy
+from compiler.refs.scope import Scope
+from compiler.refs.walker import Report, Walker
+
+NO_DEFS: Mapping[str, JsonObject] = MappingProxyType({})
+
+_WARNINGS = frozenset({codes.RECURSION_PRUNED, codes.BUDGET_EXCEEDED, codes.UNSUPPORTED})
+_MEMO_SLOTS = 8
+
+
+class _Memo:
+    """Per shared-definitions object: its bundled and inlined definitions (keeps `defs` alive, so its id is
+    never reused while cached)."""
+
+    def __init__(self, defs: Mapping[str, Any]) -> None:
+        self.defs = defs
+        self.bundled: dict[bool, BundleMemo] = {False: {}, True: {}}
+        self.inlined: dict[bool, InlineMemo] = {False: {}, True: {}}
+
+
+class RefResolver:
+    """Resolves `$ref`s for every source. Results are read-only: they share unchanged subtrees with the input
+    and with each other (memoised definitions); copy before mutating. The shared `defs` passed to `bundle` and
+    `inline` must not be mutated after first use (results are memoised per `defs` object)."""
+
+    def __init__(self, diagnostics: Diagnostics, *, max_depth: int = 3, node_budget: int = 200_000) -> None:
+        self.diagnostics = diagnostics
+        self.max_depth = max_depth
+        self.node_budget = node_budget
+        self._memos: dict[int, _Memo] = {}
+        self._once: set[Hashable] = set()
+
+    # -- files ------------------------------------------------------------------------------------------
+
+    def load_document(
+        self, path: Path, *, root: Path | None = None, display: str | None = None
+    ) -> JsonObject:
+        """Parse `path` and pull in every relative-file `$ref` reachable from it (see `refs.external`).
+
+        Raises `CompilerError` only when the main file itself cannot be read or parsed."""
+        where = display or str(path)
+        raw = read_bytes(path, display=where)
+        data = parse_document(raw, source=where, suffix=path.suffix)
+        if not needs_bundling(raw):
+            return data  # type: ignore[no-any-return]
+        if not isinstance(data, dict):
+            raise CompilerError(
+                Diagnostic(
+                    codes.NOT_AN_OBJECT,
+                    Severity.ERROR,
+                    "a document with file $refs must be a JSON object",
+                    source=where,
+                )
+            )
+
+        def report(code: str, message: str, source: str, pointer: str) -> None:
+            self._emit(code, message, source=source, tool="", pointer=pointer)
+
+        bundler = ExternalBundler(report, root if root is not None else path.resolve().parent)
+        result: JsonObject = bundler.run(main_file(path, where, data))
+        return result
+
+    # -- schemas ----------------------------------------------------------------------------------------
+
+    def bundle(
+        self,
+        schema: JsonObject,
+        defs: Mapping[str, JsonObject] = NO_DEFS,
+        *,
+        source: str = "",
+        tool: str = "",
+    ) -> JsonObject:
+        """Self-contained: every `$ref` is `#/$defs/<name>` of the result; only reached definitions are kept;
+        recursion kept; `$ref` siblings kept (2020-12 style). Exact semantics are preserved."""
+        scope = Scope(schema, defs, legacy=is_legacy(schema))
+        memo = self._memo(defs).bundled[scope.legacy] if defs else None
+        walker = Bundler(scope, self._reporter(source, tool), memo)
+        return self._run(walker, schema, source, tool)
+
+    def inline(
+        self,
+        schema: JsonObject,
+        defs: Mapping[str, JsonObject] = NO_DEFS,
+        *,
+        max_depth: int | None = None,
+        source: str = "",
+        tool: str = "",
+    ) -> JsonObject:
+        """No `$ref` at all; recursion unrolled to `max_depth` then pruned (TC205); fan-out bounded (TC207)."""
+        scope = Scope(schema, defs, legacy=is_legacy(schema))
+        memo = self._memo(defs).inlined[scope.legacy] if defs else None
+        depth = self.max_depth if max_depth is None else max_depth
+        walker = Inliner(
+            scope,
+            self._reporter(source, tool),
+            memo,
+            max_depth=depth,
+            node_budget=self.node_budget,
+            once=(source, tool),
+        )
+        return self._run(walker, schema, source, tool)
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def _run(self, walker: Walker, schema: JsonObject, source: str, tool: str) -> JsonObject:
+        try:
+            result: JsonObject = walker.run(schema)
+        except RecursionError:  # a safety net: the walkers' own depth limit should always come first
+            self._emit(
+                codes.TOO_DEEP, "schema nesting too deep to resolve", source=source, tool=tool, pointer=""
+            )
+            return {}
+        return result
+
+    def _memo(self, defs: Mapping[str, Any]) -> _Memo:
+        memo = self._memos.get(id(defs))
+        if memo is None or memo.defs is not defs:
+            if len(self._memos) >= _MEMO_SLOTS:
+                self._memos.pop(next(iter(self._memos)))
+            memo = self._memos[id(defs)] = _Memo(defs)
+        return memo
+
+    def _reporter(self, source: str, tool: str) -> Report:
+        def report(code: str, message: str, pointer: str, once: Hashable | None) -> bool:
+            if once is not None:
+                key = (code, once)
+                if key in self._once:
+                    return False
+                self._once.add(key)
+            self._emit(code, message, source=source, tool=tool, pointer=pointer)
+            return True
+
+        return report
+
+    def _emit(self, code: str, message: str, *, source: str, tool: str, pointer: str) -> None:
+        severity = Severity.WARNING if code in _WARNINGS else Severity.ERROR
+        self.diagnostics.add(Diagnostic(code, severity, message, source=source, tool=tool, pointer=pointer))
