@@ -1,0 +1,75 @@
+"""The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
+
+The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
+servers, HTTP APIs, policy, provider name maps), written as Python literals. Generated code imports the `mcp`
+SDK and httpx2, never `compiler`. See `router_tables` and `router_names` for what is baked and its diagnostics.
+"""
+
+from __future__ import annotations
+
+import jinja2
+
+from compiler.build import Build
+from compiler.codegen.env import render
+from compiler.codegen.router_names import name_maps
+from compiler.codegen.router_tables import (
+    api_rows,
+    policy_table,
+    recording_only_servers,
+    server_rows,
+    tool_rows,
+)
+from compiler.ir import HttpBinding, McpBinding
+
+PACKAGE = "toolc_router"
+RENDER_FAILED = "TC636"
+
+MODULES = (
+    "__init__.py",
+    "_env.py",
+    "_tables.py",
+    "_types.py",
+    "audit.py",
+    "http_dispatch.py",
+    "mcp_dispatch.py",
+    "policy.py",
+    "providers.py",
+    "router.py",
+)
+
+
+def router_context(build: Build) -> dict[str, object]:
+    tools = [t for t in build.catalog.tools if isinstance(t.binding, McpBinding | HttpBinding)]
+    rows = tool_rows(list(build.catalog.tools), build.diagnostics)
+    servers = server_rows(build.config.mcp_servers, build.diagnostics)
+    recording_only_servers(tools, servers, build.diagnostics)
+    apis = api_rows(build, tools)
+    return {
+        "project": build.config.root.name or "toolc project",
+        "policy": policy_table(build.config.policy, build.diagnostics),
+        "servers": servers,
+        "apis": apis,
+        "tools": rows,
+        "name_maps": name_maps(build.artifacts, tools, build.targets, build.diagnostics),
+        "tool_count": len(rows),
+        "server_count": len({row["source"] for row in rows if row["mcp_tool"] is not None}),
+        "api_count": len(apis),
+        "uses_http": any(row["http"] is not None for row in rows),
+        "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
+    }
+
+
+def generate_router(build: Build) -> dict[str, bytes]:
+    """`{"toolc_router/<module>.py": source}`; a template failure is a TC636 error and no router is emitted."""
+    context = router_context(build)
+    files: dict[str, bytes] = {}
+    for module in MODULES:
+        try:
+            source = render(f"router/{module}.jinja", **context)
+        except jinja2.TemplateError as exc:
+            build.diagnostics.error(RENDER_FAILED, f"cannot render the router's {module}: {exc}",
+                                    source=f"templates/router/{module}.jinja")
+            return {}
+        files[f"{PACKAGE}/{module}"] = source.encode()
+    files[f"{PACKAGE}/py.typed"] = b""
+    return files

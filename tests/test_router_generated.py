@@ -1,0 +1,54 @@
+"""The generated router for the default fixtures is lint-clean, type-clean and stands alone (no `compiler`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_router_support import ROOT, TIME_SERVER, make_build, write_router
+
+VENV_BIN = Path(sys.executable).parent
+RUFF_RULES = ["--select", "E,F,W,I,B,UP,SIM,RUF", "--ignore", "E501", "--target-version", "py311"]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_router(make_build(servers=[TIME_SERVER]), tmp_path_factory.mktemp("generated"))
+
+
+def test_generated_router_passes_ruff(generated: Path) -> None:
+    run = subprocess.run([str(VENV_BIN / "ruff"), "check", "--isolated", *RUFF_RULES, "toolc_router"],
+                         cwd=generated, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_generated_router_passes_mypy_strict(generated: Path) -> None:
+    run = subprocess.run([str(VENV_BIN / "mypy"), "--strict", "--no-incremental", "--python-executable", sys.executable,
+                          "-p", "toolc_router"], cwd=generated, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_generated_router_imports_without_compiler(generated: Path) -> None:
+    # `sys.modules["compiler"] = None` makes any `import compiler...` fail, even though toolc is installed.
+    script = (
+        "import sys\n"
+        "sys.modules['compiler'] = None\n"
+        "import toolc_router\n"
+        "from toolc_router import call_tool, InvocationContext, ToolResult\n"
+        "from toolc_router._tables import TOOLS\n"
+        "assert 'mcp:mcp-server-time:get_current_time' in TOOLS\n"
+        "assert not [m for m, v in sys.modules.items() if m.startswith('compiler') and v is not None]\n"
+        "print(len(TOOLS))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=generated, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout) > 30
+
+
+def test_templates_live_in_the_shipped_package() -> None:
+    assert (ROOT / "templates" / "router" / "_tables.py.jinja").is_file()
