@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.loading import load_document
+from compiler.server_shapes import ShapeError, normalize_server_shapes
 
 INVALID_CONFIG = "TC110"
 
@@ -47,6 +48,9 @@ class ServerConfig(ToolFilter):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_ms: int = Field(default=30_000, gt=0)
+    """Bounds connecting (spawn + handshake) and each request, separately."""
+    max_pages: int = Field(default=1000, gt=0)
+    """`tools/list` pages followed before the listing is cut short (a paginator that never ends)."""
     deny_side_effect_tags: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     """Names of env vars and headers whose values are secret (never written anywhere)."""
@@ -91,6 +95,15 @@ class ResolverConfig(_Strict):
     """How many schema nodes one resolution may produce before it stops (exponential fan-out)."""
 
 
+class ProvidersConfig(_Strict):
+    """Per-provider choices (`compiler.providers`)."""
+
+    anthropic_strict: bool = False
+    """Send Claude tools with `strict: true` where the schema and the per-request budgets allow it."""
+    gemini_schema: Literal["parameters", "json-schema"] = "parameters"
+    """Gemini declarations carry `parameters` (OpenAPI subset) or `parametersJsonSchema` (JSON Schema)."""
+
+
 class PolicyConfig(_Strict):
     """The router's policy, baked into generated code (seed 000's gates)."""
 
@@ -112,6 +125,7 @@ class Config(_Strict):
     names: NamesConfig = NamesConfig()
     resolver: ResolverConfig = ResolverConfig()
     policy: PolicyConfig = PolicyConfig()
+    providers: ProvidersConfig = ProvidersConfig()
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 
@@ -132,6 +146,10 @@ def config_from_data(data: Any, *, root: Path, source: str) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise _invalid("a project file must be a mapping", source)
+    try:
+        data = normalize_server_shapes(data)
+    except ShapeError as exc:
+        raise _invalid(str(exc), source) from None
     try:
         return Config.model_validate({**data, "root": root})
     except ValidationError as exc:

@@ -1,0 +1,210 @@
+"""`toolc record`, `toolc list`, `toolc health`: the commands that talk to live MCP servers.
+
+    toolc record [ID...] [-c toolc.yaml]                 refresh each server's recording (secrets redacted)
+    toolc record --stdio 'CMD ARGS' --id NAME --out F    record one server without a project file
+    toolc record --url URL [--transport sse] --id NAME --out F
+    toolc list [-c toolc.yaml] [--live] [--json]         the catalog's tools with risk and side effects
+    toolc health [ID...] [-c toolc.yaml] [--json]        healthy / degraded / unhealthy per server (seed 000)
+
+Exit codes follow `cli.py`: 0 fine, 1 a server failed (health: one is unhealthy, or degraded with --strict),
+2 usage or project-file error.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compiler.cli import EXIT_FAILED, failed, guarded, load_project, print_diagnostics
+from compiler.config import Config, ServerConfig
+from compiler.diagnostics import Diagnostics
+from compiler.serialize import canonical_json
+from compiler.sources.mcp_health import HEALTHY, UNHEALTHY, assess
+from compiler.sources.mcp_live import list_servers
+from compiler.sources.recording import read_recording
+
+CANNOT_WRITE = "TC520"
+
+_config_option = click.option("-c", "--config", "config_path", type=click.Path(path_type=Path),
+                              default=Path("toolc.yaml"), show_default=True,
+                              help="The project file (toolc.yaml, mcp_servers.yaml, or an mcpServers JSON).")
+
+
+def choose_servers(config: Config, ids: tuple[str, ...]) -> list[ServerConfig]:
+    """The servers named by ID (any, even disabled), or every enabled one."""
+    if not ids:
+        return [server for server in config.mcp_servers if server.enabled]
+    known = {server.id: server for server in config.mcp_servers}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        names = ", ".join(sorted(known)) or "none"
+        raise click.UsageError(f"no MCP server {', '.join(unknown)} in the project (known: {names})")
+    return [known[i] for i in dict.fromkeys(ids)]
+
+
+def _adhoc_server(stdio: str | None, url: str | None, transport: str, server_id: str | None,
+                  headers: tuple[str, ...], env: tuple[str, ...], timeout_ms: int) -> ServerConfig:
+    if server_id is None:
+        raise click.UsageError("--stdio/--url need --id NAME")
+    if bool(stdio) == bool(url):
+        raise click.UsageError("give exactly one of --stdio 'COMMAND ARGS' and --url URL")
+    parsed_headers = dict(_pair(h, ":", "--header 'Name: value'") for h in headers)
+    parsed_env = dict(_pair(e, "=", "--env NAME=VALUE") for e in env)
+    if stdio:
+        return ServerConfig(id=server_id, transport="stdio", command=tuple(shlex.split(stdio)), env=parsed_env,
+                            timeout_ms=timeout_ms)
+    return ServerConfig(id=server_id, transport="sse" if transport == "sse" else "http", url=url,
+                        headers=parsed_headers, timeout_ms=timeout_ms)
+
+
+def _pair(text: str, separator: str, usage: str) -> tuple[str, str]:
+    name, found, value = text.partition(separator)
+    if not found or not name.strip():
+        raise click.UsageError(f"expected {usage}, got {text!r}")
+    return name.strip(), value.strip()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@click.command("record")
+@click.argument("ids", nargs=-1)
+@_config_option
+@click.option("--stdio", help="Record this command instead of the project's servers: 'COMMAND ARGS...'.")
+@click.option("--url", help="Record the server at this URL (Streamable HTTP, or --transport sse).")
+@click.option("--transport", type=click.Choice(["http", "sse"]), default="http", show_default=True)
+@click.option("--id", "server_id", help="The server id for --stdio/--url.")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), help="Where --stdio/--url write the recording.")
+@click.option("--header", "headers", multiple=True, help="'Name: value' for --url (${ENV} allowed).")
+@click.option("--env", "env", multiple=True, help="NAME=VALUE for --stdio (${ENV} allowed).")
+@click.option("--timeout-ms", type=click.IntRange(min=1), default=30_000, show_default=True,
+              help="For --stdio/--url: bounds connecting and each request.")
+@click.option("--strict", is_flag=True, help="Stop at the first failing server, fail on warnings, write nothing.")
+@click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too.")
+@guarded
+def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, url: str | None, transport: str,
+                   server_id: str | None, out_path: Path | None, headers: tuple[str, ...], env: tuple[str, ...],
+                   timeout_ms: int, strict: bool, verbose: bool) -> None:
+    """Ask MCP servers for their tools and write one recording per server (no secrets, no timestamps)."""
+    if stdio or url:
+        if ids:
+            raise click.UsageError("server IDs and --stdio/--url do not mix")
+        if out_path is None:
+            raise click.UsageError("--stdio/--url need --out FILE")
+        servers = [_adhoc_server(stdio, url, transport, server_id, headers, env, timeout_ms)]
+        root = Path.cwd()
+        destinations = {servers[0].id: out_path}
+    else:
+        config = load_project(config_path)
+        servers = choose_servers(config, ids)
+        root = config.root
+        destinations = {server.id: config.path(server.recording_path) for server in servers}
+    diagnostics = Diagnostics()
+    outcomes = list_servers(servers, diagnostics, root=root, strict=strict)
+    for outcome in outcomes:
+        if outcome.document is not None:
+            read_recording(outcome.document, source_id=outcome.server.id, location=outcome.server.id,
+                           diagnostics=diagnostics)
+    print_diagnostics(diagnostics, verbose=verbose)
+    if strict and failed(diagnostics, strict):
+        click.echo("toolc: record failed (--strict); no recording written", err=True)
+        sys.exit(EXIT_FAILED)
+    written = 0
+    for outcome in outcomes:
+        if outcome.document is None:
+            continue
+        destination = destinations[outcome.server.id]
+        try:
+            write_atomic(destination, canonical_json(outcome.document))
+        except OSError as exc:
+            diagnostics.error(CANNOT_WRITE, f"cannot write the recording: {exc.strerror or exc}",
+                              source=str(destination))
+            click.echo(diagnostics.items[-1].render(), err=True)
+            continue
+        written += 1
+        click.echo(f"toolc: recorded {outcome.server.id}: {outcome.tool_count} tools, {outcome.page_count} page(s) "
+                   f"→ {destination}", err=True)
+    if written < len(outcomes):
+        click.echo(f"toolc: {len(outcomes) - written} of {len(outcomes)} server(s) not recorded", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+@click.command("list")
+@_config_option
+@click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too.")
+@guarded
+def list_command(config_path: Path, live: bool, as_json: bool, verbose: bool) -> None:
+    """List the project's tools (recordings, OpenAPI documents, or --live servers) with risk and side effects."""
+    from compiler.pipeline import project_inputs, read_catalog
+    from compiler.refs import RefResolver
+
+    config = load_project(config_path)
+    diagnostics = Diagnostics()
+    resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
+    catalog = read_catalog(config, project_inputs(config), resolver, diagnostics, live=live)
+    print_diagnostics(diagnostics, verbose=verbose)
+    rows = [{"id": tool.id, "name": tool.name, "source": tool.source, "risk": tool.risk.label,
+             "side_effects": list(tool.side_effects)} for tool in sorted(catalog.tools, key=lambda t: t.id)]
+    if as_json:
+        click.echo(canonical_json(rows).decode(), nl=False)
+    else:
+        _table(rows)
+    click.echo(f"toolc: {len(rows)} tools from {len(catalog.sources)} sources", err=True)
+    if diagnostics.has_errors:
+        sys.exit(EXIT_FAILED)
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    width = max((len(row["id"]) for row in rows), default=4)
+    click.echo(f"{'TOOL':<{width}}  {'RISK':<8}  SIDE EFFECTS")
+    for row in rows:
+        effects = ", ".join(row["side_effects"]) or "-"
+        click.echo(f"{row['id']:<{width}}  {row['risk']:<8}  {effects}")
+
+
+@click.command("health")
+@click.argument("ids", nargs=-1)
+@_config_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--strict", is_flag=True, help="Exit 1 when a server is degraded, not only when one is unhealthy.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every diagnostic, infos included.")
+@guarded
+def health_command(ids: tuple[str, ...], config_path: Path, as_json: bool, strict: bool, verbose: bool) -> None:
+    """Connect to each MCP server and report it healthy, degraded or unhealthy (exit 1 if any is unhealthy)."""
+    config = load_project(config_path)
+    servers = choose_servers(config, ids)
+    diagnostics = Diagnostics()
+    outcomes = list_servers(servers, diagnostics, root=config.root)
+    reports = [assess(outcome) for outcome in outcomes]
+    if verbose:
+        print_diagnostics(diagnostics, verbose=True)
+    if as_json:
+        click.echo(canonical_json({r.server: r.to_json() for r in reports}).decode(), nl=False)
+    else:
+        width = max((len(r.server) for r in reports), default=6)
+        for r in reports:
+            click.echo(f"{r.server:<{width}}  {r.status:<9}  {r.summary()}")
+    statuses = {r.status for r in reports}
+    if UNHEALTHY in statuses or (strict and statuses - {HEALTHY}):
+        sys.exit(EXIT_FAILED)
+
+
+LIVE_COMMANDS: tuple[click.Command, ...] = (record_command, list_command, health_command)
+"""Registered on `toolc` by `cli.py`."""
