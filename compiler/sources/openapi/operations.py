@@ -1,0 +1,270 @@
+"""Operations → Tools. Every operation under `paths` becomes a tool or exactly one TC302 saying why not.
+
+Naming: the tool name is the operationId, else the slug `{method}_{path}` with every run of characters outside
+`[A-Za-z0-9]` turned into `_` (`GET /pets/{petId}` → `get_pets_petId`, TC303). A name seen before in document
+order gets `_2`, `_3`, ... (skipping names some other operation has of its own; TC304). Tool id:
+`openapi:{source_id}:{name}`. Description: summary, a blank line, description (one of them if equal).
+Output schema: the first 2xx response with a JSON schema (`200` before `201` ..., then `2XX`), `default` only
+when no 2xx response is declared at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.ir import HttpArgument, HttpBinding, JsonObject, Tool
+from compiler.policy import infer_risk
+from compiler.sources.openapi.codes import (
+    BAD_OBJECT,
+    DUPLICATE_OPERATION_ID,
+    MISSING_OPERATION_ID,
+    UNKNOWN_FIXED_PARAM,
+)
+from compiler.sources.openapi.document import Context, Skip, first_server, security_for
+from compiler.sources.openapi.parameters import (
+    Body,
+    Field,
+    assign_names,
+    body_fields,
+    merged_parameters,
+    parameter_field,
+    request_body,
+    swagger_body,
+)
+from compiler.sources.openapi.schema_dialect import pointer
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_METHODS_31 = (*METHODS, "query")  # 3.2 adds QUERY; harmless for 3.1 documents, which cannot have the key
+_SLUG = re.compile(r"[^A-Za-z0-9]+")
+_SUCCESS = re.compile(r"2\d\d")
+_JSON = re.compile(r"^application/(?:[\w.+-]*\+)?json\s*(?:;.*)?$|^\*/\*$", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class Operation:
+    path: str
+    method: str
+    op: Any
+    path_item: JsonObject
+    where: str
+    item_where: str
+    name: str = ""
+
+
+def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operation], int]:
+    """Every operation in document order, and the number of callbacks met (they are not tools)."""
+    operations: list[Operation] = []
+    callbacks = 0
+    methods = _METHODS_31 if ctx.dialect == "3.1" else METHODS
+    for path, raw_item in paths.items():
+        where = "/paths" + pointer(str(path))
+        if not isinstance(raw_item, dict):
+            ctx.diagnostics.warning(BAD_OBJECT, f"a path item must be an object, not {type(raw_item).__name__}; "
+                                    "it has no operations", source=ctx.location, pointer=where)
+            continue
+        item = raw_item
+        if "$ref" in raw_item and not ctx.swagger:
+            try:
+                resolved, _ = ctx.deref({"$ref": raw_item["$ref"]}, where, tool="", what="path item")
+            except Skip:
+                continue
+            item = {**resolved, **{k: v for k, v in raw_item.items() if k != "$ref"}}
+        for key, op in item.items():
+            if key in methods:
+                operations.append(Operation(str(path), key, op, item, f"{where}/{key}", where))
+                if isinstance(op, dict) and isinstance(op.get("callbacks"), dict):
+                    callbacks += len(op["callbacks"])
+        extra = item.get("additionalOperations")
+        if isinstance(extra, dict) and ctx.dialect == "3.1":
+            for method, op in extra.items():
+                operations.append(Operation(str(path), str(method).lower(), op, item,
+                                            f"{where}/additionalOperations{pointer(str(method))}", where))
+    return operations, callbacks
+
+
+def assign_tool_names(ctx: Context, operations: list[Operation]) -> None:
+    bases: list[str] = []
+    for operation in operations:
+        op_id = operation.op.get("operationId") if isinstance(operation.op, dict) else None
+        if isinstance(op_id, str) and op_id.strip():
+            bases.append(op_id.strip())
+            continue
+        slug = _SLUG.sub("_", f"{operation.method}_{operation.path}").strip("_")
+        bases.append(slug)
+        if isinstance(operation.op, dict):
+            ctx.diagnostics.info(MISSING_OPERATION_ID, f"no operationId; the tool is named {slug!r}",
+                                 source=ctx.location, tool=_tool_id(ctx, slug), pointer=operation.where)
+    own = set(bases)
+    used: set[str] = set()
+    for operation, base in zip(operations, bases, strict=True):
+        name = base
+        if name in used:
+            n = 2
+            while f"{base}_{n}" in used or f"{base}_{n}" in own:
+                n += 1
+            name = f"{base}_{n}"
+            ctx.diagnostics.warning(DUPLICATE_OPERATION_ID, f"operationId {base!r} is used before; this operation "
+                                    f"is the tool {name!r}", source=ctx.location, tool=_tool_id(ctx, name),
+                                    pointer=operation.where)
+        used.add(name)
+        operation.name = name
+
+
+def _tool_id(ctx: Context, name: str) -> str:
+    return f"openapi:{ctx.source_id}:{name}"
+
+
+def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> Tool:
+    """One operation → one Tool; raises Skip after reporting why it cannot be one."""
+    tool = _tool_id(ctx, operation.name)
+    op = operation.op
+    if not isinstance(op, dict):
+        ctx.diagnostics.warning(BAD_OBJECT, f"an operation must be an object, not {type(op).__name__}",
+                                source=ctx.location, tool=tool, pointer=operation.where)
+        raise Skip
+    params = merged_parameters(ctx, ((operation.path_item.get("parameters"), operation.item_where + "/parameters"),
+                                     (op.get("parameters"), operation.where + "/parameters")), tool)
+    fields: list[Field] = []
+    body: Body | None = None
+    swagger_body_param: tuple[JsonObject, str] | None = None
+    form: list[tuple[JsonObject, str]] = []
+    for param, where in params:
+        if param["in"] == "body":
+            swagger_body_param = (param, where)
+        elif param["in"] == "formData":
+            form.append((param, where))
+        else:
+            fields.append(parameter_field(ctx, param, where, tool))
+    if ctx.swagger:
+        body = swagger_body(ctx, op, swagger_body_param, form, tool)
+    elif op.get("requestBody") is not None:
+        body = request_body(ctx, op["requestBody"], operation.where + "/requestBody", tool)
+    if body is not None:
+        fields.extend(body_fields(ctx, body))
+    assign_names(ctx, fields, tool, operation.where)
+
+    properties: JsonObject = {}
+    required: list[str] = []
+    fixed_values: dict[str, Any] = {}
+    for field in fields:
+        if field.name in fixed:
+            fixed_values[field.name] = fixed[field.name]
+            continue
+        properties[field.name] = field.schema
+        if field.required:
+            required.append(field.name)
+    for name in fixed:
+        if name not in fixed_values:
+            ctx.diagnostics.warning(UNKNOWN_FIXED_PARAM, f"fixed parameter {name!r} is not an argument of the tool",
+                                    source=ctx.location, tool=tool, pointer=operation.where)
+    input_schema: JsonObject = {"type": "object", "properties": properties}
+    if required:
+        input_schema["required"] = required
+    input_schema["additionalProperties"] = False
+
+    summary, details = _text(op.get("summary")), _text(op.get("description"))
+    description = summary if not details or details == summary else \
+        details if not summary else f"{summary}\n\n{details}"
+    method = operation.method.upper()
+    risk, side_effects = infer_risk(operation.name, description, http_method=method)
+    binding = HttpBinding(
+        method=method,
+        path=operation.path,
+        base_url=_base_url(ctx, op, operation.path_item),
+        arguments=tuple(_argument(ctx, field) for field in fields),
+        body_content_type=body.content_type if body is not None else None,
+        security=security_for(ctx, op["security"] if "security" in op else ctx.document.get("security"),
+                              operation.where + "/security" if "security" in op else "/security", tool),
+    )
+    return Tool(
+        id=tool,
+        source=ctx.source_id,
+        name=operation.name,
+        description=description,
+        input_schema=input_schema,
+        binding=binding,
+        title=summary or None,
+        output_schema=output_schema(ctx, op, operation.where, tool),
+        risk=risk,
+        side_effects=side_effects,
+        fixed_params=fixed_values,
+        extra=_extra(op),
+    )
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _argument(ctx: Context, field: Field) -> HttpArgument:
+    key = (field.name, field.wire_name, field.location, field.required, field.style, field.explode, field.whole_body)
+    argument = ctx.argument_cache.get(key)
+    if argument is None:
+        argument = ctx.argument_cache[key] = HttpArgument(
+            name=field.name, wire_name=field.wire_name, location=field.location, required=field.required,
+            style=field.style, explode=field.explode, whole_body=field.whole_body)
+    return argument
+
+
+def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject) -> str:
+    if ctx.base_url_override is not None:
+        return ctx.base_url_override
+    if not ctx.swagger:
+        url = first_server(op.get("servers")) or first_server(path_item.get("servers"))
+        if url is not None:
+            return url
+    return ctx.base_url
+
+
+def _extra(op: JsonObject) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if isinstance(op.get("tags"), list) and op["tags"]:
+        extra["tags"] = op["tags"]
+    if op.get("deprecated") is True:
+        extra["deprecated"] = True
+    for key, value in op.items():
+        if isinstance(key, str) and key.startswith("x-"):
+            extra[key] = value
+    return extra
+
+
+def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
+    responses = op.get("responses")
+    if responses is None:
+        return None
+    if not isinstance(responses, dict):
+        ctx.diagnostics.warning(BAD_OBJECT, "`responses` must be a mapping; no output schema", source=ctx.location,
+                                tool=tool, pointer=where + "/responses")
+        return None
+    codes = {str(code): code for code in responses}
+    success = sorted(code for code in codes if _SUCCESS.fullmatch(code))
+    success += [code for code in codes if code in ("2XX", "2xx")]
+    candidates = success or [code for code in codes if code == "default"]
+    for code in candidates:
+        response, response_where = ctx.deref(responses[codes[code]], f"{where}/responses/{code}", tool=tool,
+                                             what="response")
+        schema, schema_where = _response_schema(ctx, op, response, response_where)
+        if schema is not None:
+            normalised, ok = ctx.schemas.entry(schema, schema_where, tool)
+            if not ok:
+                raise Skip
+            return normalised
+    return None
+
+
+def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str) -> tuple[Any, str]:
+    if ctx.swagger:
+        produces = op.get("produces", ctx.document.get("produces"))
+        if isinstance(produces, list) and produces and not any(
+                isinstance(p, str) and _JSON.match(p) for p in produces):
+            return None, where
+        return response.get("schema"), where + "/schema"
+    content = response.get("content")
+    if isinstance(content, dict):
+        for media_type, media in content.items():
+            if isinstance(media, dict) and "schema" in media and _JSON.match(str(media_type)):
+                return media["schema"], f"{where}/content{pointer(str(media_type))}/schema"
+    return None, where

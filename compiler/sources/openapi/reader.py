@@ -1,0 +1,132 @@
+"""`read_openapi`: one OpenAPI 2.0 / 3.0 / 3.1 document → a `Source` and its `Tool`s.
+
+Order of work: version check, shared schemas (normalised once into `Source.definitions`), security schemes,
+then operations in document order. Tool schemas refer to shared schemas as `#/$defs/<name>`; nothing is inlined
+or bundled here (that is `RefResolver.bundle`/`inline`, later, per provider), so the pass is linear in the size
+of the document. External files are expected to be pulled in already (`RefResolver.load_document`).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING, Any
+
+from compiler.config import OpenApiConfig
+from compiler.diagnostics import Diagnostics
+from compiler.ir import Source, Tool
+from compiler.policy import is_selected
+from compiler.sources.openapi.codes import (
+    IGNORED_CALLBACKS,
+    IGNORED_HEADER,
+    NOT_OPENAPI,
+    NOT_SELECTED,
+    OPERATION_SKIPPED,
+)
+from compiler.sources.openapi.document import (
+    Context,
+    Skip,
+    base_url,
+    dialect_of,
+    security_schemes,
+    source_info,
+)
+from compiler.sources.openapi.operations import METHODS, assign_tool_names, build_tool, find_operations
+from compiler.sources.openapi.schema_dialect import SchemaNormalizer
+
+if TYPE_CHECKING:
+    from compiler.refs import RefResolver
+
+
+def read_openapi(document: Any, *, source_id: str, location: str, resolver: RefResolver | None,
+                 diagnostics: Diagnostics, config: OpenApiConfig | None = None) -> tuple[Source, list[Tool]]:
+    """Never raises on bad input: problems become TC3xx diagnostics, broken operations are skipped.
+
+    `resolver` is accepted for the pipeline's sake; the reader needs only the loaded document (external files
+    already pulled in by `resolver.load_document`), and its schemas stay `$ref`s into `Source.definitions`.
+    The cyclic garbage collector is paused meanwhile: the pass allocates many small acyclic dicts next to a
+    large live document, and collections that re-scan the document would cost ~15% on GitHub's spec.
+    """
+    del resolver
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(document, source_id, location, diagnostics, config)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics,
+          config: OpenApiConfig | None) -> tuple[Source, list[Tool]]:
+    empty = Source(id=source_id, kind="openapi", location=location)
+    dialect = dialect_of(document, source=location, diagnostics=diagnostics)
+    if dialect is None:
+        return empty, []
+    info = source_info(document, dialect)
+    paths = document.get("paths")
+    webhooks = _count_webhooks(document)
+    if paths is None and dialect == "3.1":
+        paths = {}
+    if not isinstance(paths, dict):
+        diagnostics.error(NOT_OPENAPI, "`paths` is missing or not a mapping: no operations to read",
+                          source=location, pointer="/paths")
+        return Source(id=source_id, kind="openapi", location=location, info=info), []
+
+    schemas = SchemaNormalizer(document, swagger=dialect == "2.0", source=location, diagnostics=diagnostics)
+    ctx = Context(document=document, dialect=dialect, source_id=source_id, location=location,
+                  diagnostics=diagnostics, schemas=schemas, base_url=base_url(document, dialect),
+                  base_url_override=config.base_url if config is not None else None)
+    operations, callbacks = find_operations(ctx, paths)
+    if callbacks or webhooks:
+        counted = [f"{n} {what}(s)" for n, what in ((callbacks, "callback"), (webhooks, "webhook")) if n]
+        diagnostics.info(IGNORED_CALLBACKS, f"ignored {' and '.join(counted)}: requests the API makes are not tools",
+                         source=location)
+    if config is not None and not config.enabled:
+        diagnostics.info(NOT_SELECTED, f"source disabled: {len(operations)} operation(s) not read", source=location)
+        return Source(id=source_id, kind="openapi", location=location, info=info), []
+
+    schemas.load_definitions()
+    ctx.security_schemes = security_schemes(ctx)
+    assign_tool_names(ctx, operations)
+    allow = config.allow_tools if config is not None else ()
+    deny = config.deny_tools if config is not None else ()
+    fixed_params = config.fixed_params if config is not None else {}
+    tools: list[Tool] = []
+    unselected = 0
+    for operation in operations:
+        if not is_selected(operation.name, allow, deny):
+            unselected += 1
+            continue
+        try:
+            tools.append(build_tool(ctx, operation, fixed_params.get(operation.name, {})))
+        except Skip:
+            diagnostics.warning(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
+                                "see the diagnostic before this one", source=location,
+                                tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
+        except RecursionError:
+            diagnostics.warning(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
+                                "its schemas nest too deeply", source=location,
+                                tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
+    if unselected:
+        diagnostics.info(NOT_SELECTED, f"{unselected} operation(s) left out by allow_tools/deny_tools",
+                         source=location)
+    if ctx.ignored_headers:
+        diagnostics.info(IGNORED_HEADER, f"ignored {ctx.ignored_headers} header parameter(s) named Accept, "
+                         "Content-Type or Authorization: media types and security schemes decide those",
+                         source=location)
+    schemas.finish()
+    source = Source(id=source_id, kind="openapi", location=location, definitions=schemas.definitions, info=info)
+    return source, tools
+
+
+def _count_webhooks(document: Any) -> int:
+    count = 0
+    for key in ("webhooks", "x-webhooks"):
+        hooks = document.get(key)
+        if isinstance(hooks, dict):
+            for item in hooks.values():
+                if isinstance(item, dict) and "$ref" not in item:
+                    count += sum(1 for key in item if key in METHODS)
+                else:
+                    count += 1
+    return count
