@@ -1,0 +1,124 @@
+"""`toolc check` and `toolc diff`. Exit codes: 0 no drift at or above --fail-on, 1 drift (or the compile
+failed), 2 usage / unreadable input.
+
+`compiler.cli` imports this module at its end to register the commands, so the cli helpers are imported when a
+command runs, never at import time: importing this module first must not trip over the cycle.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compiler.config import Config
+from compiler.diagnostics import Diagnostics
+from compiler.drift.check import check_build
+from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
+from compiler.drift.diff import DriftReport, diff_catalogs
+from compiler.drift.report import FORMATS, render
+from compiler.drift.rules import Level
+from compiler.ir import Catalog
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # as documented in compiler.cli
+
+
+def guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """`compiler.cli.guarded`, looked up when the command runs."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        from compiler.cli import guarded as cli_guarded
+
+        cli_guarded(command)(*args, **kwargs)
+
+    return wrapper
+
+
+_FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)
+_FORMAT = click.Choice(list(FORMATS))
+
+
+def _finish(report: DriftReport, fmt: str, fail_on: str) -> None:
+    level = Level.parse(fail_on)
+    click.echo(render(report, fmt, level), nl=False)
+    sys.exit(EXIT_FAILED if report.fails(level) else EXIT_OK)
+
+
+def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
+    from compiler.cli import print_diagnostics
+
+    if not diagnostics.has_errors:
+        return
+    print_diagnostics(diagnostics)
+    diagnostics_codes = {d.code for d in diagnostics if d.severity.value == "error"}
+    click.echo(f"toolc: error[{COMPILE_FAILED}]: {what} failed to compile; nothing compared", err=True)
+    sys.exit(EXIT_USAGE if all(code.startswith("TC1") for code in diagnostics_codes) else EXIT_FAILED)
+
+
+@click.command("check")
+@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path("toolc.yaml"),
+              show_default=True, help="The project file.")
+@click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
+@click.option("--fail-on", default="ERR", type=_FAIL_ON, show_default=True,
+              help="Fail on classified changes at or above this level (differing generated files always fail).")
+@click.option("--format", "fmt", default="text", type=_FORMAT, show_default=True)
+@guarded
+def check_command(config_path: Path, live: bool, fail_on: str, fmt: str) -> None:
+    """Recompile in memory and compare with the output folder and its toolc.lock; exit 1 on drift."""
+    from compiler.cli import load_project, print_diagnostics
+    from compiler.drift.check import refresh_command
+    from compiler.pipeline import compile_project
+
+    config = load_project(config_path)
+    out_dir = config.output_dir
+    build = compile_project(config, live=live, out_dir=out_dir)
+    _stop_on_errors(build.diagnostics, str(config_path))
+    diagnostics = Diagnostics()
+    config_arg = None if config_path == Path("toolc.yaml") else str(config_path)
+    report = check_build(build, where=str(out_dir), diagnostics=diagnostics,
+                         refresh=refresh_command(live=live, config_arg=config_arg))
+    print_diagnostics(diagnostics)
+    _finish(report, fmt, fail_on)
+
+
+def compile_alone(path: Path) -> Catalog:
+    """Compile one OpenAPI document or MCP listing in memory (no targets, no codegen) into its catalog."""
+    from compiler.pipeline import adhoc_inputs, compile_project
+
+    root = Path.cwd()
+    config = Config(root=root, codegen=False, targets=())
+    with tempfile.TemporaryDirectory(prefix="toolc-diff-") as empty:
+        build = compile_project(config, adhoc_inputs([path], root), targets=(), out_dir=Path(empty))
+    _stop_on_errors(build.diagnostics, str(path))
+    return build.catalog
+
+
+def diff_inputs(old: Catalog, new: Catalog, old_path: Path, new_path: Path) -> DriftReport:
+    kinds = {source.kind for source in old.sources}, {source.kind for source in new.sources}
+    if kinds[0] != kinds[1]:
+        diagnostics = Diagnostics()
+        diagnostics.error(KIND_MISMATCH, f"cannot compare {'/'.join(sorted(kinds[0])) or 'nothing'} with "
+                          f"{'/'.join(sorted(kinds[1])) or 'nothing'}", source=f"{old_path} {new_path}")
+        _stop_on_errors(diagnostics, "the pair")
+    by = "name" if len(old.sources) <= 1 and len(new.sources) <= 1 else "id"
+    return diff_catalogs(old, new, by=by)
+
+
+@click.command("diff")
+@click.argument("old_path", metavar="OLD", type=click.Path(path_type=Path))
+@click.argument("new_path", metavar="NEW", type=click.Path(path_type=Path))
+@click.option("--fail-on", default="ERR", type=_FAIL_ON, show_default=True,
+              help="Exit 1 when a change reaches this level for any audience.")
+@click.option("--format", "fmt", default="text", type=_FORMAT, show_default=True)
+@guarded
+def diff_command(old_path: Path, new_path: Path, fail_on: str, fmt: str) -> None:
+    """Classify the changes between two MCP listings or two OpenAPI documents (stub / wire / model)."""
+    old = compile_alone(old_path)
+    new = compile_alone(new_path)
+    _finish(diff_inputs(old, new, old_path, new_path), fmt, fail_on)

@@ -1,0 +1,74 @@
+"""The pytest plugin (entry point `pytest11: toolc`): snapshot the compiled tools from your own tests.
+
+    def test_tools_unchanged(toolc_tools, toolc_snapshot):
+        assert toolc_tools("openai-chat") == toolc_snapshot
+
+`toolc_tools(target, config=None)` compiles the project in memory (recordings, never live servers) and returns
+`{tool_id: definition}` as lowered for `target` (any of `compiler.config.ALL_TARGETS`), or the IR when
+`target="ir"`. `config` defaults to the `toolc_config` ini option (default `toolc.yaml`), relative to the
+pytest root. A project is compiled once per session. A compile with errors fails the test with the diagnostics.
+`toolc_snapshot` is syrupy's `snapshot` with `ToolSchemaExtension`; accept changes with `pytest --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ToolsFactory = Callable[..., dict[str, Any]]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("toolc_config", "toolc project file used by the toolc_tools fixture", default="toolc.yaml")
+
+
+def _compiled_tools(config_path: Path, target: str) -> dict[str, Any]:
+    from compiler.config import load_config
+    from compiler.diagnostics import CompilerError
+    from compiler.pipeline import compile_project
+    from compiler.serialize import tool_to_json
+
+    try:
+        config = load_config(config_path)
+        targets = () if target == "ir" else (target,)
+        build = compile_project(config, targets=targets)
+    except CompilerError as exc:
+        pytest.fail(f"toolc: {exc.diagnostic.render()}", pytrace=False)
+    if build.diagnostics.has_errors:
+        errors = "\n".join(d.render() for d in build.diagnostics.sorted() if d.severity.value == "error")
+        pytest.fail(f"toolc: the project does not compile:\n{errors}", pytrace=False)
+    if target == "ir":
+        return {tool.id: tool_to_json(tool) for tool in build.catalog.tools}
+    lowered = (build.artifacts.get("providers") or {}).get(target)
+    if lowered is None:
+        pytest.fail(f"toolc: no tools lowered for target {target!r}", pytrace=False)
+    return dict(lowered["tools"])
+
+
+@pytest.fixture(scope="session")
+def _toolc_cache() -> dict[tuple[Path, str], dict[str, Any]]:
+    return {}
+
+
+@pytest.fixture
+def toolc_tools(pytestconfig: pytest.Config, _toolc_cache: dict[tuple[Path, str], dict[str, Any]]) -> ToolsFactory:
+    def tools(target: str = "openai-chat", config: str | Path | None = None) -> dict[str, Any]:
+        path = Path(config or str(pytestconfig.getini("toolc_config")))
+        if not path.is_absolute():
+            path = pytestconfig.rootpath / path
+        key = (path.resolve(), target)
+        if key not in _toolc_cache:
+            _toolc_cache[key] = _compiled_tools(path, target)
+        return _toolc_cache[key]
+
+    return tools
+
+
+@pytest.fixture
+def toolc_snapshot(snapshot: Any) -> Any:
+    from compiler.drift.snapshot import ToolSchemaExtension  # syrupy is only needed by tests that use this
+
+    return snapshot.use_extension(ToolSchemaExtension)

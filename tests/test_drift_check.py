@@ -1,0 +1,140 @@
+"""`toolc check` against a scratch project: the lock, file drift, classification, formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from compiler.cli import main
+from compiler.config import load_config
+from compiler.diagnostics import CompilerError, Diagnostics
+from compiler.drift.check import check_build, refresh_command
+from compiler.drift.lock import LOCK_FILE, emit_lock, parse_lock
+from compiler.pipeline import EMITTERS, compile_project
+
+MCP = Path(__file__).parent.parent / "fixtures" / "drift" / "mcp"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copy(MCP / "server-filesystem@2025.7.1.json", tmp_path / "fs.json")
+    (tmp_path / "toolc.yaml").write_text("output: out\nrecordings:\n  - id: fs\n    path: fs.json\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["compile"])
+    assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def test_lock_is_the_last_emitter_and_lives_in_the_output(project: Path) -> None:
+    assert EMITTERS[-1] is emit_lock
+    lock = parse_lock((project / "out" / LOCK_FILE).read_bytes(), source=LOCK_FILE)
+    assert set(lock["tools"]) == {t["id"] for t in json.loads((project / "out" / "catalog.json").read_bytes())["tools"]}
+    entry = lock["tools"]["mcp:fs:read_file"]
+    assert entry["ir"].startswith("sha256:") and len(entry["ir"]) == 71
+    assert set(entry.get("providers", {})) <= {"openai-chat", "openai-responses", "anthropic", "gemini"}
+
+
+def test_lock_is_deterministic_and_ignores_key_order(project: Path) -> None:
+    first = (project / "out" / LOCK_FILE).read_bytes()
+    listing = json.loads((project / "fs.json").read_text())
+    for page in listing["tools_list_pages"]:
+        for tool in page["tools"]:
+            tool["inputSchema"] = dict(reversed(list(tool["inputSchema"].items())))
+    (project / "fs.json").write_text(json.dumps(listing, indent=3))
+    build = compile_project(load_config(project / "toolc.yaml"))
+    assert build.files[LOCK_FILE] == first
+
+
+def test_bad_lock_is_a_diagnostic() -> None:
+    with pytest.raises(CompilerError) as caught:
+        parse_lock(b"{]", source="out/toolc.lock")
+    assert caught.value.diagnostic.code == "TC702"
+
+
+def test_check_passes_when_nothing_changed(project: Path) -> None:
+    result = run("check")
+    assert result.exit_code == 0, result.output
+    assert "0 changes" in result.output
+
+
+def test_check_fails_on_a_breaking_change_and_names_the_fix(project: Path) -> None:
+    listing = json.loads((project / "fs.json").read_text())
+    tools = listing["tools_list_pages"][0]["tools"]
+    listing["tools_list_pages"][0]["tools"] = [t for t in tools if t["name"] != "move_file"]
+    (project / "fs.json").write_text(json.dumps(listing))
+    result = run("check")
+    assert result.exit_code == 1
+    assert "ERR  mcp:fs:move_file [tool-removed]" in result.output
+    assert "run `toolc compile` to refresh the output" in result.output
+    assert "changed  catalog.json" in result.output
+
+
+def test_additions_fail_only_through_stale_files(project: Path) -> None:
+    shutil.copy(MCP / "server-filesystem@2026.8.31.json", project / "fs.json")
+    result = run("check", "--format", "json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["summary"]["worst"] == "WARN"
+    assert data["summary"]["files"]["catalog.json"] == "changed"
+    assert {c["change"] for c in data["changes"]} >= {"tool-added", "output-schema-added", "input-constraint-set"}
+    # Once compiled, the same project is clean again.
+    assert run("compile").exit_code == 0
+    assert run("check", "--fail-on", "INFO").exit_code == 0
+
+
+def test_hand_edited_output_is_drift(project: Path) -> None:
+    target = project / "out" / "catalog.json"
+    target.write_bytes(target.read_bytes() + b"\n")
+    (project / "out" / "stray.txt").write_text("x")
+    result = run("check", "--format", "github")
+    assert result.exit_code == 1
+    assert "::error file=catalog.json,title=toolc drift::catalog.json is changed" in result.output
+    assert "stray.txt is extra" in result.output
+
+
+def test_provider_only_change_is_reported(project: Path) -> None:
+    build = compile_project(load_config(project / "toolc.yaml"), out_dir=project / "out")
+    lock = json.loads(build.previous_output[LOCK_FILE])
+    entry = lock["tools"]["mcp:fs:read_file"]
+    if not entry.get("providers"):
+        pytest.skip("no provider targets compiled")
+    target = sorted(entry["providers"])[0]
+    entry["providers"][target] = "sha256:" + "0" * 64
+    build.previous_output[LOCK_FILE] = json.dumps(lock).encode()
+    report = check_build(build, where="out", refresh="toolc compile", diagnostics=Diagnostics())
+    assert [(c.tool, c.change, c.pointer) for c in report.changes] == [
+        ("mcp:fs:read_file", "provider-output-changed", f"/providers/{target}")]
+    assert report.files == {LOCK_FILE: "changed"}
+
+
+def test_without_catalog_changes_are_listed_unclassified(project: Path) -> None:
+    (project / "out" / "catalog.json").unlink()
+    listing = json.loads((project / "fs.json").read_text())
+    listing["tools_list_pages"][0]["tools"][0]["description"] = "changed"
+    (project / "fs.json").write_text(json.dumps(listing))
+    build = compile_project(load_config(project / "toolc.yaml"), out_dir=project / "out")
+    diagnostics = Diagnostics()
+    report = check_build(build, where="out", refresh="toolc compile", diagnostics=diagnostics)
+    assert "TC703" in diagnostics.codes()
+    assert [c.change for c in report.changes] == ["tool-changed"]
+
+
+def test_never_compiled_project(project: Path) -> None:
+    shutil.rmtree(project / "out")
+    result = run("check", "--format", "markdown")
+    assert result.exit_code == 1
+    assert "TC701" in result.output
+    assert "> missing  catalog.json" in result.output and "> drift:" in result.output
+
+
+def test_refresh_command_for_live_projects() -> None:
+    assert refresh_command(live=False, config_arg=None) == "toolc compile"
+    assert refresh_command(live=True, config_arg="p.yaml") == "toolc record -c p.yaml && toolc compile -c p.yaml"
