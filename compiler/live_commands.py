@@ -21,12 +21,10 @@ from typing import Any
 
 import click
 
-from compiler.cli import EXIT_FAILED, failed, guarded, load_project, print_diagnostics
+from compiler.cli_support import EXIT_FAILED, failed, guarded, load_project, print_diagnostics
 from compiler.config import Config, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.serialize import canonical_json
-from compiler.sources.mcp_health import HEALTHY, UNHEALTHY, assess
-from compiler.sources.mcp_live import list_servers
 from compiler.sources.recording import read_recording
 
 CANNOT_WRITE = "TC520"
@@ -115,6 +113,8 @@ def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, u
         root = config.root
         destinations = {server.id: config.path(server.recording_path) for server in servers}
     diagnostics = Diagnostics()
+    from compiler.sources.mcp_live import list_servers  # the mcp SDK costs ~1 s to import: only when used
+
     outcomes = list_servers(servers, diagnostics, root=root, strict=strict)
     for outcome in outcomes:
         if outcome.document is not None:
@@ -191,6 +191,9 @@ def health_command(ids: tuple[str, ...], config_path: Path, as_json: bool, stric
     config = load_project(config_path)
     servers = choose_servers(config, ids)
     diagnostics = Diagnostics()
+    from compiler.sources.mcp_health import HEALTHY, UNHEALTHY, assess
+    from compiler.sources.mcp_live import list_servers
+
     outcomes = list_servers(servers, diagnostics, root=config.root)
     reports = [assess(outcome) for outcome in outcomes]
     if verbose:

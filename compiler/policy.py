@@ -49,6 +49,7 @@ METHOD_SIDE_EFFECTS: dict[str, tuple[str, ...]] = {
 }
 
 _WORD = re.compile(r"[a-z]+")
+NO_ANNOTATIONS = Annotations()
 
 
 def _words(*texts: str) -> set[str]:
@@ -68,14 +69,13 @@ def _keyword_hits(words: set[str], keywords: Iterable[str]) -> bool:
 def infer_risk(
     name: str,
     description: str,
-    annotations: Annotations = Annotations(),
+    annotations: Annotations = NO_ANNOTATIONS,
     http_method: str | None = None,
 ) -> tuple[RiskLevel, tuple[str, ...]]:
     """Return the tool's risk level and its sorted side-effect tags."""
     # Only the name decides the level from keywords: descriptions of read-only tools routinely mention
     # "create" or "delete" ("list the files created..."), names rarely lie.
     name_words = _words(name)
-    all_words = name_words | _words(description[:300])
 
     if annotations.read_only_hint is True:
         # Read-only changes nothing, but reaching the open world (fetching a URL) is still a network effect.
@@ -98,7 +98,9 @@ def infer_risk(
         for tag, keywords in SIDE_EFFECT_KEYWORDS:
             if _keyword_hits(name_words, keywords):
                 effects.add(tag)
-        if annotations.open_world_hint is True and _keyword_hits(all_words, SIDE_EFFECT_KEYWORDS[2][1]):
+        if annotations.open_world_hint is True and _keyword_hits(
+            name_words | _words(description[:300]), SIDE_EFFECT_KEYWORDS[2][1]
+        ):
             effects.add("network.http")
 
     if annotations.destructive_hint is True:

@@ -38,7 +38,16 @@ def _drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def annotations_to_json(annotations: Annotations) -> dict[str, Any]:
-    return _drop_none(dataclasses.asdict(annotations))
+    return _drop_none({f.name: getattr(annotations, f.name) for f in dataclasses.fields(annotations)})
+
+
+_ARGUMENT_FIELDS = tuple(f.name for f in dataclasses.fields(HttpArgument))
+_SCHEME_FIELDS = tuple(f.name for f in dataclasses.fields(SecurityScheme))
+
+
+def _shallow(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    # Field by field rather than dataclasses.asdict, which deep-copies and costs ~0.5 s on GitHub's 1,223 tools.
+    return {name: value for name in names if (value := getattr(obj, name)) is not None}
 
 
 def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
@@ -50,8 +59,8 @@ def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
         "path": binding.path,
         "base_url": binding.base_url,
         "body_content_type": binding.body_content_type,
-        "arguments": [_drop_none(dataclasses.asdict(argument)) for argument in binding.arguments],
-        "security": [[_drop_none(dataclasses.asdict(s)) for s in alternative] for alternative in binding.security],
+        "arguments": [_shallow(argument, _ARGUMENT_FIELDS) for argument in binding.arguments],
+        "security": [[_shallow(s, _SCHEME_FIELDS) for s in alternative] for alternative in binding.security],
     }
 
 

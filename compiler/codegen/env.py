@@ -37,7 +37,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        autoescape=False,  # noqa: S701 - Python source, not HTML
+        autoescape=False,  # Python source, not HTML
     )
     env.filters["pyrepr"] = pyrepr
     env.filters["json_literal"] = json_literal

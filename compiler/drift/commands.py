@@ -1,21 +1,17 @@
 """`toolc check` and `toolc diff`. Exit codes: 0 no drift at or above --fail-on, 1 drift (or the compile
 failed), 2 usage / unreadable input.
 
-`compiler.cli` imports this module at its end to register the commands, so the cli helpers are imported when a
-command runs, never at import time: importing this module first must not trip over the cycle.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
+from compiler.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, guarded, load_project, print_diagnostics
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.drift.check import check_build
@@ -24,21 +20,6 @@ from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
 from compiler.drift.rules import Level
 from compiler.ir import Catalog
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # as documented in compiler.cli
-
-
-def guarded(command: Callable[..., None]) -> Callable[..., None]:
-    """`compiler.cli.guarded`, looked up when the command runs."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        from compiler.cli import guarded as cli_guarded
-
-        cli_guarded(command)(*args, **kwargs)
-
-    return wrapper
-
 
 _FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)
 _FORMAT = click.Choice(list(FORMATS))
@@ -51,8 +32,6 @@ def _finish(report: DriftReport, fmt: str, fail_on: str) -> None:
 
 
 def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
-    from compiler.cli import print_diagnostics
-
     if not diagnostics.has_errors:
         return
     print_diagnostics(diagnostics)
@@ -71,7 +50,6 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
 @guarded
 def check_command(config_path: Path, live: bool, fail_on: str, fmt: str) -> None:
     """Recompile in memory and compare with the output folder and its toolc.lock; exit 1 on drift."""
-    from compiler.cli import load_project, print_diagnostics
     from compiler.drift.check import refresh_command
     from compiler.pipeline import compile_project
 

@@ -40,7 +40,8 @@ from compiler.refs.walker import refusal
 EXTERNAL_KEY = "x-toolc-external"
 
 # Any `$ref` whose value does not start with `#` (quoted or not, JSON or YAML): without one, nothing to do.
-_NON_LOCAL_REF = re.compile(rb"""\$ref["']?\s*:\s*(?!["']?#)""")
+# The lookahead owns the whitespace: `\s*` before it would backtrack and match `"$ref": "#...` as non-local.
+_NON_LOCAL_REF = re.compile(rb"""\$ref["']?\s*:(?!\s*["']?#)""")
 _DATA_KEYS = frozenset({"enum", "const", "default", "example"})
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 

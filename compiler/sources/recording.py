@@ -143,7 +143,7 @@ def read_recording(
         for index, raw in enumerate(raw_tools):
             pointer = f"/tools_list_pages/{page_index}/tools/{index}" if "tools_list_pages" in document else f"/tools/{index}"
             problem = _tool_problem(raw)
-            tool_name = raw.get("name") if isinstance(raw, Mapping) and isinstance(raw.get("name"), str) else ""
+            tool_name: str = raw["name"] if isinstance(raw, Mapping) and isinstance(raw.get("name"), str) else ""
             tool_id = f"mcp:{server}:{tool_name}" if tool_name else ""
             if problem:
                 diagnostics.warning(BAD_TOOL, f"tool skipped: {problem}", source=location, tool=tool_id, pointer=pointer)

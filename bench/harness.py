@@ -1,0 +1,75 @@
+"""Shared measuring for the benchmarks: each case runs N times in a fresh process under `/usr/bin/time -v`,
+and the median wall time and peak RSS are reported (the method of `reference/performance.md`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+@dataclass
+class Measurement:
+    name: str
+    wall_s: float
+    rss_mb: float
+    ok: bool
+    note: str = ""
+
+
+def _time_v(command: list[str], env: dict[str, str] | None) -> tuple[float, float, int, str]:
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", "-o", timing.name, *command],
+            capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT,
+        )
+        report = timing.read()
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", report)
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
+    if not wall or not rss:
+        return 0.0, 0.0, proc.returncode or 1, proc.stderr[-500:]
+    hours = float(wall.group(1) or 0)
+    seconds = hours * 3600 + float(wall.group(2)) * 60 + float(wall.group(3))
+    return seconds, int(rss.group(1)) / 1024, proc.returncode, proc.stderr[-500:]
+
+
+def measure(name: str, command: list[str], *, runs: int = 3, env: dict[str, str] | None = None) -> Measurement:
+    walls: list[float] = []
+    rsss: list[float] = []
+    note = ""
+    ok = True
+    for _ in range(runs):
+        wall, rss, code, stderr = _time_v(command, env)
+        walls.append(wall)
+        rsss.append(rss)
+        if code != 0:
+            ok = False
+            note = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {code}"
+    return Measurement(name, statistics.median(walls), statistics.median(rsss), ok, note)
+
+
+def print_table(rows: list[Measurement], baseline: str | None = None) -> None:
+    base = next((r for r in rows if r.name == baseline), None)
+    print(f"{'case':58} {'wall s':>8} {'RSS MB':>8} {'x base':>8}  note")
+    for row in rows:
+        ratio = f"{row.wall_s / base.wall_s:8.2f}" if base and base.wall_s else f"{'':8}"
+        status = "" if row.ok else "FAILED "
+        print(f"{row.name:58} {row.wall_s:8.2f} {row.rss_mb:8.0f} {ratio}  {status}{row.note}")
+
+
+def peer_venv(name: str, packages: list[str]) -> Path:
+    """A separate venv for a peer tool, created once under bench/.peers-<name>."""
+    venv = ROOT / "bench" / f".peers-{name}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
+    return python

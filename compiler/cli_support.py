@@ -1,0 +1,87 @@
+"""What every `toolc` command shares: exit codes, diagnostic printing, loading the project, and the guard that
+turns any failure into a diagnostic. Command modules import from here, never from `cli.py`, so that `cli.py`
+can import them all without an import cycle.
+
+    0  success (warnings allowed unless --strict)
+    1  the compile (or check) failed: errors, or with --strict warnings; the previous output is untouched
+    2  usage or project-file error
+    3  internal error (a bug: please report it with the printed diagnostic)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from compiler.config import ALL_TARGETS, Config, load_config
+from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+INTERNAL_ERROR = "TC999"
+PRINT_LIMIT = 40
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def print_diagnostics(diagnostics: Diagnostics, *, verbose: bool = False) -> None:
+    """Errors and warnings (infos with -v) on stderr, capped per severity; `--report` has them all."""
+    shown: dict[Severity, int] = {}
+    for diagnostic in diagnostics.sorted():
+        if diagnostic.severity is Severity.INFO and not verbose:
+            continue
+        shown[diagnostic.severity] = shown.get(diagnostic.severity, 0) + 1
+        if shown[diagnostic.severity] <= PRINT_LIMIT or verbose:
+            click.echo(diagnostic.render(), err=True)
+    for severity, count in shown.items():
+        if count > PRINT_LIMIT and not verbose:
+            click.echo(f"... and {count - PRINT_LIMIT} more {severity.value}s (see --report or -v)", err=True)
+
+
+def failed(diagnostics: Diagnostics, strict: bool) -> bool:
+    return diagnostics.has_errors or (strict and diagnostics.count(Severity.WARNING) > 0)
+
+
+def load_project(config_path: Path) -> Config:
+    if not config_path.exists():
+        raise click.UsageError(f"no project file {config_path} (pass PATH... to compile files without one)")
+    return load_config(config_path)
+
+
+def guarded(command: F) -> F:
+    """Run a command so that nothing but a diagnostic ever reaches the user, and map failures to exit codes."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except CompilerError as exc:
+            click.echo(exc.diagnostic.render(), err=True)
+            sys.exit(EXIT_USAGE if exc.diagnostic.code.startswith("TC1") else EXIT_FAILED)
+        except (click.ClickException, click.exceptions.Exit, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if "TOOLC_DEBUG" in os.environ:
+                raise
+            diagnostic = Diagnostic(INTERNAL_ERROR, Severity.ERROR, f"internal error: {type(exc).__name__}: {exc}")
+            click.echo(diagnostic.render() + " (set TOOLC_DEBUG=1 for the traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_targets(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    aliases = {"openai": ("openai-chat", "openai-responses"), "claude": ("anthropic",), "all": ALL_TARGETS}
+    targets: list[str] = []
+    for part in value.split(","):
+        part = part.strip()
+        if part and part != "none":  # `--target none` (or "") compiles the catalog only
+            targets.extend(aliases.get(part, (part,)))
+    return tuple(targets)

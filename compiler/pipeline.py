@@ -1,0 +1,168 @@
+"""The only place that orders the stages: sources → IR catalog → emitters (schemas, code, lock) → output.
+
+    config ─► read sources ─► Catalog ─► EMITTERS (each adds files to the Build) ─► atomic write
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler.build import Build, Emitter
+from compiler.config import ALL_TARGETS, Config, OpenApiConfig, RecordingConfig, ServerConfig
+from compiler.diagnostics import CompilerError, Diagnostics
+from compiler.drift.lock import emit_lock
+from compiler.emit import emit_catalog
+from compiler.ir import Catalog, Source, Tool
+from compiler.output import read_tree, write_tree
+from compiler.providers.emit import emit_providers
+from compiler.refs import RefResolver
+from compiler.sources.detect import detect_kind
+from compiler.sources.openapi import read_openapi
+from compiler.sources.recording import read_recording
+
+UNKNOWN_KIND = "TC104"
+DUPLICATE_SOURCE = "TC106"
+UNKNOWN_TARGET = "TC107"
+
+# Each emitter adds its files to the Build; order matters where a stage reads another's artifacts.
+# emit_lock stays last: it hashes what the others produced (insert new emitters before it).
+EMITTERS: tuple[Emitter, ...] = (emit_catalog, emit_providers, emit_lock)
+
+
+@dataclass(frozen=True)
+class Input:
+    """One thing to read: an OpenAPI document, a recorded listing, or (with --live) a server."""
+
+    path: Path
+    display: str
+    source_id: str | None
+    settings: OpenApiConfig | RecordingConfig | ServerConfig | None = None
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def project_inputs(config: Config) -> list[Input]:
+    inputs: list[Input] = []
+    entries: list[OpenApiConfig | RecordingConfig] = [*config.openapi, *config.recordings]
+    for entry in entries:
+        inputs.append(Input(config.path(entry.path), entry.path, entry.id, entry))
+    for server in config.mcp_servers:
+        if server.enabled:
+            inputs.append(Input(config.path(server.recording_path), server.recording_path, server.id, server))
+    return inputs
+
+
+def adhoc_inputs(paths: Iterable[Path], root: Path) -> list[Input]:
+    return [Input(path, _relative(path, root), None) for path in paths]
+
+
+def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics) -> tuple[Source, list[Tool]] | None:
+    """Read one input into IR; a fatal problem becomes an error diagnostic and the input is left out."""
+    try:
+        document = resolver.load_document(item.path, display=item.display)
+        kind = detect_kind(document)
+        if kind == "openapi":
+            settings = item.settings if isinstance(item.settings, OpenApiConfig) else None
+            source_id = item.source_id or item.path.stem
+            return read_openapi(document, source_id=source_id, location=item.display, resolver=resolver,
+                                diagnostics=diagnostics, config=settings)
+        if kind == "mcp-recording":
+            server = document.get("server") if isinstance(document.get("server"), str) else None
+            source_id = item.source_id or server or item.path.stem
+            return read_recording(document, source_id=source_id, location=item.display, diagnostics=diagnostics,
+                                  config=_recording_settings(item.settings))
+        diagnostics.error(UNKNOWN_KIND, "neither an OpenAPI document nor an MCP tool listing", source=item.display)
+    except CompilerError as exc:
+        diagnostics.add(exc.diagnostic)
+    return None
+
+
+def _recording_settings(settings: Any) -> RecordingConfig | None:
+    if isinstance(settings, RecordingConfig):
+        return settings
+    if isinstance(settings, ServerConfig):
+        return RecordingConfig(id=settings.id, path=settings.recording_path, enabled=settings.enabled,
+                               allow_tools=settings.allow_tools, deny_tools=settings.deny_tools,
+                               fixed_params=settings.fixed_params)
+    return None
+
+
+def build_catalog(read: Iterable[tuple[Source, list[Tool]]], diagnostics: Diagnostics) -> Catalog:
+    sources: dict[str, Source] = {}
+    tools: list[Tool] = []
+    for source, source_tools in read:
+        if source.id in sources:
+            diagnostics.error(DUPLICATE_SOURCE, f"two inputs have the source id {source.id!r}: give one an `id`",
+                              source=source.location)
+            continue
+        sources[source.id] = source
+        tools.extend(source_tools)
+    return Catalog(sources=tuple(sorted(sources.values(), key=lambda s: s.id)),
+                   tools=tuple(sorted(tools, key=lambda t: t.id)))
+
+
+def read_catalog(config: Config, inputs: list[Input], resolver: RefResolver, diagnostics: Diagnostics,
+                 *, live: bool = False) -> Catalog:
+    """With `live`, servers are asked for their listings (`sources.mcp_live.fetch_listings`), which come back in
+    the same shape as recordings and go through the same reader: live and recorded compiles cannot differ."""
+    live_listings: dict[str, Any] = {}
+    if live:
+        from compiler.sources.mcp_live import fetch_listings
+
+        servers = [item.settings for item in inputs if isinstance(item.settings, ServerConfig)]
+        live_listings = fetch_listings(servers, diagnostics, root=config.root)
+    read: list[tuple[Source, list[Tool]]] = []
+    for item in inputs:
+        if live and isinstance(item.settings, ServerConfig):
+            listing = live_listings.get(item.settings.id)
+            if listing is not None:
+                read.append(read_recording(listing, source_id=item.settings.id, location=item.display,
+                                           diagnostics=diagnostics, config=_recording_settings(item.settings)))
+            continue
+        result = _read_input(item, resolver, diagnostics)
+        if result is not None:
+            read.append(result)
+    return build_catalog(read, diagnostics)
+
+
+def check_targets(targets: Iterable[str], diagnostics: Diagnostics) -> tuple[str, ...]:
+    chosen: list[str] = []
+    for target in targets:
+        if target not in ALL_TARGETS:
+            diagnostics.error(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
+        elif target not in chosen:
+            chosen.append(target)
+    return tuple(chosen)
+
+
+def compile_project(
+    config: Config,
+    inputs: list[Input] | None = None,
+    *,
+    targets: Iterable[str] | None = None,
+    live: bool = False,
+    out_dir: Path | None = None,
+) -> Build:
+    """Run every stage in memory. Nothing is written: see `write_build`."""
+    diagnostics = Diagnostics()
+    resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
+    chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
+    catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
+                           live=live)
+    build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
+                  previous_output=read_tree(out_dir or config.output_dir))
+    for emit in EMITTERS:
+        emit(build)
+    return build
+
+
+def write_build(build: Build, out_dir: Path) -> None:
+    write_tree(out_dir, build.files)

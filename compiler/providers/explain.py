@@ -1,0 +1,100 @@
+"""`toolc explain TOOL --provider P [-c toolc.yaml | PATH...]`: one tool's source schema, what a provider gets,
+and every loss on the way (with all the reasons a strict lowering was refused, not just the first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compiler.cli_support import guarded, load_project, parse_targets
+from compiler.config import ALL_TARGETS, Config
+from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.ir import Catalog, Tool
+from compiler.providers import codes
+from compiler.providers.dialect import LowerEnv
+from compiler.providers.lower import lower_tool, wants_strict
+from compiler.providers.names import assign_names
+from compiler.serialize import canonical_json
+
+
+def find_tool(catalog: Catalog, wanted: str) -> Tool:
+    """By id, else by the tool's own name (unique), else by `source:name`."""
+    for tool in catalog.tools:
+        if tool.id == wanted:
+            return tool
+    matches = [t for t in catalog.tools if wanted in (t.name, f"{t.source}:{t.name}")]
+    if len(matches) == 1:
+        return matches[0]
+    hint = ("; candidates: " + ", ".join(t.id for t in matches[:10])) if matches else ""
+    raise CompilerError(Diagnostic(codes.UNKNOWN_TOOL, Severity.ERROR,
+                                   f"no single tool {wanted!r} among {len(catalog.tools)} tools{hint}"))
+
+
+def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target: str) -> dict[str, Any]:
+    names, name_diagnostics = assign_names(catalog.tools, target, config.names)
+    losses = [d for d in name_diagnostics if d.tool == tool.id]
+    result: dict[str, Any] = {"tool": tool.id, "provider": target, "source_schema": tool.input_schema}
+    if tool.id not in names:
+        result.update(name=None, definition=None)
+    else:
+        env = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth,
+                       config.providers.model_dump(), fail_fast=False)
+        lowered, entry, diagnostics = lower_tool(target, tool, names[tool.id], env,
+                                                 strict=wants_strict(target, config))
+        losses += diagnostics
+        result.update(name=names[tool.id], definition=lowered.definition if lowered else None,
+                      strict=lowered.strict if lowered else None, name_map_entry=entry)
+    result["losses"] = [d.to_json() for d in losses]
+    return result
+
+
+def _print_text(result: dict[str, Any]) -> None:
+    click.echo(f"# {result['tool']} → {result['provider']} as {result['name']!r}"
+               + (f" (strict: {str(result.get('strict')).lower()})" if result.get("definition") else ""))
+    click.echo("\n## source input schema")
+    click.echo(canonical_json(result["source_schema"]).decode().rstrip())
+    click.echo("\n## lowered definition")
+    click.echo(canonical_json(result["definition"]).decode().rstrip() if result["definition"] else "(not emitted)")
+    if result.get("name_map_entry"):
+        click.echo("\n## name map entry")
+        click.echo(canonical_json(result["name_map_entry"]).decode().rstrip())
+    click.echo(f"\n## losses ({len(result['losses'])})")
+    for loss in result["losses"]:
+        click.echo(f"{loss['pointer'] or '/'}: {loss['severity']}[{loss['code']}]: {loss['message']}")
+
+
+@click.command("explain")
+@click.argument("tool_ref", metavar="TOOL")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-p", "--provider", "provider", required=True,
+              help=f"One target: {', '.join(ALL_TARGETS)} (or openai = openai-chat, claude = anthropic).")
+@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path("toolc.yaml"),
+              show_default=True, help="The project file (used when no PATH is given).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@guarded
+def explain_command(tool_ref: str, paths: tuple[Path, ...], provider: str, config_path: Path, as_json: bool) -> None:
+    """Show TOOL's source schema, the schema PROVIDER gets, and what was lost on the way."""
+    from compiler.pipeline import adhoc_inputs, project_inputs, read_catalog
+    from compiler.refs import RefResolver
+
+    targets = parse_targets(provider) or ()
+    if not targets or targets[0] not in ALL_TARGETS:
+        raise click.BadParameter(f"choose one of {', '.join(ALL_TARGETS)}", param_hint="--provider")
+    if paths:
+        config = Config(root=Path.cwd())
+        inputs = adhoc_inputs(paths, Path.cwd())
+    else:
+        config = load_project(config_path)
+        inputs = project_inputs(config)
+    diagnostics = Diagnostics()
+    resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
+    catalog = read_catalog(config, inputs, resolver, diagnostics)
+    result = explain(config, catalog, resolver, find_tool(catalog, tool_ref), targets[0])
+    resolver_notes = [d.to_json() for d in diagnostics if d.tool == result["tool"]]
+    result["losses"] = resolver_notes + result["losses"]
+    if as_json:
+        click.echo(canonical_json(result).decode().rstrip())
+    else:
+        _print_text(result)
