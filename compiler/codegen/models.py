@@ -1,0 +1,323 @@
+"""Pydantic v2 models for one source, from one datamodel-code-generator run over one combined schema.
+
+    bundled tool schemas ──► combine() ──► {"$defs": {shared defs…, <Tool>Input, <Tool>Output, …}}
+                                            │ datamodel-code-generator (library, builtin formatter)
+                                            ▼
+                              models.py source ──► analyse() ──► class → {wire key: annotation}
+
+`combine` merges every bundled schema's local `$defs` into one table: a definition that is the same in two
+tools (the source's shared OpenAPI components) is generated once; two different definitions that share a name
+(two MCP tools each with a local `Item`) are told apart by prefixing the tool's model name. References are
+re-rooted so any local pointer still names the same node, and everything that could leave the document or
+confuse the generator is dropped on the way: `$id`, `$schema`, `$anchor`, `$dynamic*`, `$comment`, `x-*`
+keys, `default` (the stubs never send an argument the caller left out, so the server applies its own
+defaults; a default the schema itself contradicts would make the models ill-typed), and non-local `$ref`s (which become "any" with a TC605 warning; refs.py should never let one through).
+
+`analyse` reads the generated module back with libcst so the stubs can reuse each field's exact annotation
+(keyed by the *wire* property name: datamodel-code-generator renames `from` → `from_` with an alias).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst
+
+from compiler.codegen.identifiers import snake_name
+from compiler.refs import escape_token, unescape_token
+
+_DROPPED_KEYS = frozenset({"$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicRef", "$comment", "$vocabulary",
+                           "default"})
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_ONE = frozenset({
+    "items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "additionalItems",
+})
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    key: str
+    """The class name wanted for this schema (already a unique, safe identifier)."""
+    schema: Mapping[str, Any]
+    """A bundled, self-contained schema (local `$defs`, refs `#/$defs/<name>`); read-only."""
+    tool: str
+    pointer: str
+
+
+@dataclass
+class Combined:
+    schema: dict[str, Any]
+    foreign_refs: list[tuple[ModelRequest, str]] = field(default_factory=list)
+
+
+def _walk(node: Any, on_ref: Callable[[str], str | None]) -> Any:
+    """Copy a schema, rewriting `$ref`s with `on_ref` (None → the ref is replaced by `{}`), dropping unsafe keys."""
+    if isinstance(node, bool):
+        return node
+    if not isinstance(node, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED_KEYS or (isinstance(key, str) and key.startswith("x-")):
+            continue
+        if key == "$ref":
+            if isinstance(value, str) and (new := on_ref(value)) is not None:
+                out[key] = new
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {name: _walk(sub, on_ref) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_walk(sub, on_ref) for sub in value]
+        elif key in _SCHEMA_ONE and isinstance(value, Mapping | bool):
+            out[key] = _walk(value, on_ref)
+        else:
+            out[key] = value
+    return out
+
+
+def _ref_target(ref: str) -> tuple[str, str] | None:
+    """`#/$defs/<name>/rest` → (name, '/rest'); None for other local pointers."""
+    if not ref.startswith("#/$defs/"):
+        return None
+    head, _, rest = ref[len("#/$defs/"):].partition("/")
+    return unescape_token(head), ("/" + rest if rest else "")
+
+
+def _references(node: Any) -> set[str]:
+    found: set[str] = set()
+
+    def collect(ref: str) -> str:
+        target = _ref_target(ref)
+        if target:
+            found.add(target[0])
+        return ref
+
+    _walk(node, collect)
+    return found
+
+
+def _same(name: str, sub: Any, table: Mapping[str, Any], origin: Mapping[str, int]) -> bool:
+    return origin.get(name) == id(sub) or table[name] == _walk(sub, lambda ref: ref)
+
+
+def _rename_plan(request: ModelRequest, local: Mapping[str, Any], table: Mapping[str, Any],
+                 origin: Mapping[str, int], reserved: set[str]) -> dict[str, str]:
+    """Which of the request's local definitions must be renamed to avoid a different one already in `table`."""
+    renamed = {n for n, sub in local.items()
+               if n in reserved or (n in table and not _same(n, sub, table, origin))}
+    deps = {n: _references(sub) for n, sub in local.items()}
+    changed = True
+    while changed:  # a definition that refers to a renamed one differs from its namesake too
+        changed = False
+        for name, uses in deps.items():
+            if name not in renamed and uses & renamed:
+                renamed.add(name)
+                changed = True
+    plan: dict[str, str] = {}
+    for name in sorted(renamed):
+        candidate, counter = f"{request.key}_{name}", 2
+        while candidate in table or candidate in reserved or candidate in plan.values():
+            candidate, counter = f"{request.key}_{name}_{counter}", counter + 1
+        plan[name] = candidate
+    return plan
+
+
+def combine(requests: Iterable[ModelRequest]) -> Combined:
+    requests = list(requests)
+    reserved = {r.key for r in requests}
+    table: dict[str, Any] = {}
+    origin: dict[str, int] = {}
+    """The id of the raw definition each table entry came from (bundles share unchanged definitions)."""
+    combined = Combined(schema={})
+    for request in requests:
+        local = request.schema.get("$defs")
+        local = dict(local) if isinstance(local, Mapping) else {}
+        plan = _rename_plan(request, local, table, origin, reserved)
+
+        def rewrite(ref: str, request: ModelRequest = request, plan: dict[str, str] = plan,
+                    local: dict[str, Any] = local) -> str | None:
+            if not ref.startswith("#"):
+                combined.foreign_refs.append((request, ref))
+                return None
+            target = _ref_target(ref)
+            if target is not None and target[0] in local:
+                return "#/$defs/" + escape_token(plan.get(target[0], target[0])) + target[1]
+            return "#/$defs/" + escape_token(request.key) + ref[1:]  # a pointer into the tool schema itself
+
+        body = _walk({k: v for k, v in request.schema.items() if k != "$defs"}, rewrite)
+        for name, sub in local.items():
+            new_name = plan.get(name, name)
+            if new_name not in table:
+                table[new_name] = _walk(sub, rewrite)
+                origin[new_name] = id(sub)
+        table[request.key] = body
+    combined.schema = {"$defs": dict(sorted(table.items()))}
+    return combined
+
+
+def _plain_formats() -> list[str]:
+    """Every `format` keeps its JSON type (`uri` → str, not AnyUrl; `email` → str, not EmailStr).
+
+    The wire is JSON either way; typed formats would make schema defaults ill-typed for mypy (`data: AnyUrl =
+    Field('https://…')`) and some need optional packages at import time (EmailStr needs email-validator)."""
+    from datamodel_code_generator.parser.jsonschema import json_schema_data_formats
+
+    return [f"{kind}+{fmt}={kind}" for kind in ("string", "integer", "number")
+            for fmt in sorted(json_schema_data_formats.get(kind, {})) if fmt != "default"]
+
+
+class ModelGenerationError(RuntimeError):
+    """datamodel-code-generator failed or returned something that is not one module."""
+
+
+def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str) -> str:
+    from datamodel_code_generator import generate
+    from datamodel_code_generator.enums import DataModelType, InputFileType
+    from datamodel_code_generator.format import Formatter, PythonVersion
+    from datamodel_code_generator.parser import LiteralType
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = generate(
+                dict(schema),
+                input_file_type=InputFileType.JsonSchema,
+                output_model_type=DataModelType.PydanticV2BaseModel,
+                target_python_version=PythonVersion.PY_311,
+                formatters=[Formatter.BUILTIN],
+                disable_timestamp=True,
+                custom_file_header=header,
+                enum_field_as_literal=LiteralType.All,
+                field_constraints=True,
+                reuse_model=True,
+                allow_remote_refs=False,
+                treat_dot_as_module=False,
+                keep_model_order=True,
+                type_mappings=_plain_formats(),
+            )
+    except Exception as exc:  # the library raises many unrelated types; all mean "no models for this source"
+        raise ModelGenerationError(f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(result, str):
+        raise ModelGenerationError("datamodel-code-generator produced several modules")
+    return result
+
+
+@dataclass(frozen=True)
+class ModelsModule:
+    code: str
+    fields: Mapping[str, Mapping[str, str]]
+    """Class name → wire property name → annotation source."""
+    local_names: frozenset[str]
+    """Names the module defines at top level (classes, aliases)."""
+    imports: Mapping[str, tuple[str, str]]
+    """Name used in the module → (module it comes from, name there)."""
+
+
+def _alias(value: libcst.BaseExpression | None) -> str | None:
+    if not isinstance(value, libcst.Call):
+        return None
+    for arg in value.args:
+        if arg.keyword is not None and arg.keyword.value in ("alias", "validation_alias"):
+            literal = ast.literal_eval(libcst.Module([]).code_for_node(arg.value))
+            return literal if isinstance(literal, str) else None
+    return None
+
+
+def _class_fields(node: libcst.ClassDef, module: libcst.Module) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in node.body.body:
+        if not isinstance(line, libcst.SimpleStatementLine):
+            continue
+        for small in line.body:
+            if isinstance(small, libcst.AnnAssign) and isinstance(small.target, libcst.Name):
+                name = small.target.value
+                if name == "model_config":
+                    continue
+                alias = _alias(small.value)
+                wire = name if alias is None else alias
+                fields[wire] = module.code_for_node(small.annotation.annotation)
+    return fields
+
+
+class _AsciiFields(libcst.CSTTransformer):
+    """Python folds identifiers with NFKC, so a field spelt in full-width letters (U+FF46 U+FF52 ...) is really
+    called `from` and would never receive its own wire key. Every non-ASCII field name becomes an ASCII one with the original as alias."""
+
+    def leave_ClassDef(self, original: libcst.ClassDef, updated: libcst.ClassDef) -> libcst.ClassDef:
+        taken: set[str] = set()
+        for line in updated.body.body:
+            if isinstance(line, libcst.SimpleStatementLine):
+                taken.update(s.target.value for s in line.body
+                             if isinstance(s, libcst.AnnAssign) and isinstance(s.target, libcst.Name))
+        if not isinstance(updated.body, libcst.IndentedBlock):
+            return updated
+        body = [self._line(line, taken) for line in updated.body.body]
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
+    def _line(self, line: libcst.BaseStatement, taken: set[str]) -> libcst.BaseStatement:
+        if not isinstance(line, libcst.SimpleStatementLine):
+            return line
+        return line.with_changes(body=[self._field(s, taken) for s in line.body])
+
+    @staticmethod
+    def _field(small: libcst.BaseSmallStatement, taken: set[str]) -> libcst.BaseSmallStatement:
+        if not (isinstance(small, libcst.AnnAssign) and isinstance(small.target, libcst.Name)
+                and not small.target.value.isascii()):
+            return small
+        raw = small.target.value
+        name = snake_name(raw, fallback="field", prefix="field")
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        tight = libcst.AssignEqual(whitespace_before=libcst.SimpleWhitespace(""),
+                                   whitespace_after=libcst.SimpleWhitespace(""))
+        alias = libcst.Arg(keyword=libcst.Name("alias"), value=libcst.SimpleString(repr(raw)), equal=tight)
+        value = small.value
+        if isinstance(value, libcst.Call) and isinstance(value.func, libcst.Name) and value.func.value == "Field":
+            new_value = value.with_changes(args=[*value.args, alias])
+        else:
+            default = value if value is not None else libcst.Ellipsis()
+            new_value = libcst.Call(func=libcst.Name("Field"), args=[libcst.Arg(default), alias])
+        return small.with_changes(target=libcst.Name(name), value=new_value,
+                                  equal=libcst.AssignEqual() if small.equal is libcst.MaybeSentinel.DEFAULT else small.equal)
+
+
+def ascii_fields(module: libcst.Module) -> libcst.Module:
+    names = _CLASS_FIELD.findall(module.code)
+    return module if all(name.isascii() for name in names) else module.visit(_AsciiFields())
+
+
+_CLASS_FIELD = re.compile(r"^    ([^\s:=(#'\"]+)\s*:", re.MULTILINE)
+
+
+def analyse(module: libcst.Module) -> ModelsModule:
+    """Read a (checked) generated models module back: classes, their fields, top-level names, imports."""
+    fields: dict[str, dict[str, str]] = {}
+    local: set[str] = set()
+    imports: dict[str, tuple[str, str]] = {}
+    for statement in module.body:
+        if isinstance(statement, libcst.ClassDef):
+            local.add(statement.name.value)
+            fields[statement.name.value] = _class_fields(statement, module)
+            continue
+        if not isinstance(statement, libcst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, libcst.ImportFrom) and isinstance(small.names, Iterable) and small.module:
+                origin = module.code_for_node(small.module)
+                for alias in small.names:
+                    name = module.code_for_node(alias.name)
+                    used = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, libcst.Name) else name
+                    imports[used] = (origin, name)
+            elif isinstance(small, libcst.Assign | libcst.AnnAssign):
+                targets = [t.target for t in small.targets] if isinstance(small, libcst.Assign) else [small.target]
+                local.update(t.value for t in targets if isinstance(t, libcst.Name))
+    imports.pop("annotations", None)
+    return ModelsModule(code=module.code, fields=fields, local_names=frozenset(local), imports=imports)

@@ -1,0 +1,255 @@
+"""Typed Python stubs: one package per source, every tool an `async` function that calls the router.
+
+Layout (under `python/` in the output folder, next to the router's `toolc_router/`):
+
+    <package>/__init__.py   re-exports every stub and `ToolCallError`
+    <package>/tools.py      one `async def` per tool: keyword-only arguments mirroring the input schema
+                            (required first, optional ones default to None), the description as docstring,
+                            `context: InvocationContext | None = None` last; it builds the JSON-ready
+                            `arguments` (keyed by the schema's property names) and awaits
+                            `toolc_router.call_tool(tool_id, arguments, context=context)`. Returns the output
+                            model when the tool declares an output schema (raising `ToolCallError` when the
+                            call fails or has no structured content), else the router's `ToolResult`.
+    <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
+                            and the source's shared definitions, generated once (`codegen.models`)
+    <package>/_support.py   argument building and result checking shared by the stubs
+    <package>/py.typed
+
+`<package>` is the source id in snake_case (`mcp-server-time` → `mcp_server_time`), with a trailing `_` when
+that would shadow a standard-library module or a runtime dependency. Names, literals and docstrings follow
+`codegen.identifiers` and `codegen.literals`; every module passes `literals.check_module` (libcst + compile +
+nothing runs on import) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
+`tools.py` are carried over (`codegen.keep`). Output is deterministic: the provenance line carries a digest of
+the input, never a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import libcst
+
+from compiler.build import Build
+from compiler.codegen.env import render
+from compiler.codegen.identifiers import pascal_name, snake_name, unique_names
+from compiler.codegen.keep import kept_functions, merge_kept
+from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
+from compiler.codegen.models import (
+    ModelGenerationError,
+    ModelRequest,
+    ModelsModule,
+    analyse,
+    ascii_fields,
+    combine,
+    run_datamodel_codegen,
+)
+from compiler.codegen.signatures import Imports, Param, parameters
+from compiler.diagnostics import CompilerError
+from compiler.ir import Source, Tool
+from compiler.serialize import compact_json
+
+MODELS_FAILED = "TC601"
+MODEL_MISSING = "TC602"
+UNSAFE_MODULE = "TC603"
+NAME_COLLISION = "TC604"
+FOREIGN_REF = "TC605"
+KEPT_ORPHAN = "TC606"
+KEEP_UNPARSABLE = "TC607"
+BUNDLE_FAILED = "TC608"
+
+PACKAGE_RESERVED = frozenset({*sys.stdlib_module_names, "toolc_router", "compiler", "pydantic", "pydantic_core",
+                              "mcp", "httpx", "httpx2", "typing_extensions", "annotated_types"})
+FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
+"""Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
+_ALLOWED_CALLS = frozenset({"model_rebuild"})
+"""Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
+_EMPTY_MODELS = ModelsModule(code="", fields={}, local_names=frozenset(), imports={})
+
+
+@dataclass(frozen=True)
+class _Stub:
+    tool: Tool
+    name: str
+    input_key: str
+    output_key: str | None
+
+
+def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
+    names = unique_names([s.id for s in sources],
+                         lambda raw: snake_name(raw, fallback="source", prefix="s", reserved=PACKAGE_RESERVED))
+    return {source.id: names[source.id] for source in sources}
+
+
+def generate_stubs(build: Build) -> dict[str, bytes]:
+    packages = package_names(build.catalog.sources)
+    files: dict[str, bytes] = {}
+    for source in build.catalog.sources:
+        tools = [tool for tool in build.catalog.tools if tool.source == source.id]
+        files.update(_SourcePackage(build, source, tools, packages[source.id]).generate())
+    return files
+
+
+def input_digest(source: Source, tools: list[Tool]) -> str:
+    data = {"source": source.id, "definitions": dict(source.definitions),
+            "tools": [[t.id, t.name, t.title, t.description, t.input_schema, t.output_schema] for t in tools]}
+    return hashlib.sha256(compact_json(data)).hexdigest()
+
+
+class _SourcePackage:
+    def __init__(self, build: Build, source: Source, tools: list[Tool], package: str) -> None:
+        self.build = build
+        self.source = source
+        self.tools = tools
+        self.package = package
+        self.digest = input_digest(source, tools)
+        self.where = {"source": source.location or source.id}
+
+    def generate(self) -> dict[str, bytes]:
+        stubs = self._stubs()
+        models = self._models(stubs)
+        files = {
+            "tools.py": self._tools_module(stubs, models),
+            "_support.py": render("stubs/_support.py.jinja", docstring=self._docstring("Runtime helpers for")),
+        }
+        orphans = self._carry_over(files)
+        if orphans is None:
+            return {}
+        files["__init__.py"] = self._init_module(stubs, orphans)
+        try:
+            for name, code in files.items():
+                check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
+        except UnsafeModule as exc:
+            self.build.diagnostics.error(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}", **self.where)
+            return {}
+        files["models.py"] = models.code or self._empty_models()  # checked in _models()
+        out = {f"{self.package}/{name}": code.encode() for name, code in sorted(files.items())}
+        out[f"{self.package}/py.typed"] = b""
+        return out
+
+    # -- names and schemas ------------------------------------------------------------------------------
+
+    def _stubs(self) -> list[_Stub]:
+        names = unique_names([t.name for t in self.tools],
+                             lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
+        classes = unique_names(names.values(), lambda raw: pascal_name(raw, fallback="Tool"))
+        stubs: list[_Stub] = []
+        for tool in self.tools:
+            name = names[tool.name]
+            if name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
+                self.build.diagnostics.info(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
+                                            tool=tool.id, **self.where)
+            key = classes[name]
+            stubs.append(_Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
+        return stubs
+
+    def _bundle(self, tool: Tool, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
+        try:
+            return self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
+                                              source=self.source.id, tool=tool.id)
+        except CompilerError as exc:
+            self.build.diagnostics.warning(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
+                                           tool=tool.id, pointer=pointer, **self.where)
+            return {"type": "object"}
+
+    def _models(self, stubs: list[_Stub]) -> ModelsModule:
+        requests: list[ModelRequest] = []
+        for stub in stubs:
+            requests.append(ModelRequest(stub.input_key, self._bundle(stub.tool, stub.tool.input_schema, "/inputSchema"),
+                                         stub.tool.id, "/inputSchema"))
+            if stub.output_key and stub.tool.output_schema is not None:
+                requests.append(ModelRequest(stub.output_key, self._bundle(stub.tool, stub.tool.output_schema,
+                                                                           "/outputSchema"), stub.tool.id, "/outputSchema"))
+        if not requests:
+            return _EMPTY_MODELS
+        combined = combine(requests)
+        for request, ref in combined.foreign_refs:
+            self.build.diagnostics.warning(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
+                                           pointer=request.pointer, **self.where)
+        header = f"# Pydantic models for package {self.package}: generated by {__name__}, input sha256:{self.digest}."
+        try:
+            code = run_datamodel_codegen(combined.schema, header=header)
+            module = check_module(code, filename=f"{self.package}/models.py", allow_calls=_ALLOWED_CALLS)
+        except (ModelGenerationError, UnsafeModule) as exc:
+            self.build.diagnostics.warning(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
+                                           **self.where)
+            return _EMPTY_MODELS
+        models = analyse(ascii_fields(module))
+        for request in requests:
+            if request.key not in models.fields:
+                self.build.diagnostics.warning(MODEL_MISSING, f"no model {request.key} was generated; typed as Any",
+                                               tool=request.tool, pointer=request.pointer, **self.where)
+        return models
+
+    # -- modules ----------------------------------------------------------------------------------------
+
+    def _docstring(self, what: str) -> str:
+        text = (f"{what} the tools of source {self.source.id!r} (package {self.package}).\n\n"
+                f"Generated by {__name__} from input sha256:{self.digest}. Do not edit, except functions marked\n"
+                "`# toolc: keep` in tools.py, which regeneration carries over.")
+        return docstring_literal(text)
+
+    def _empty_models(self) -> str:
+        return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
+
+    def _function(self, stub: _Stub, models: ModelsModule, imports: Imports) -> dict[str, Any]:
+        fields = models.fields.get(stub.input_key)
+        params = parameters(stub.tool.input_schema, fields, models, imports)
+        output = stub.output_key if stub.output_key in models.fields else None
+        return {
+            "name": stub.name,
+            "tool_id": stub.tool.id,
+            "params": params,
+            "docstring": docstring_literal(_function_doc(stub.tool, params), indent="    "),
+            "input_model": f"_models.{stub.input_key}" if fields is not None else "None",
+            "output_model": f"_models.{output}" if output else "",
+            "returns": f"_models.{output}" if output else "ToolResult",
+        }
+
+    def _tools_module(self, stubs: list[_Stub], models: ModelsModule) -> str:
+        imports = Imports()
+        functions = [self._function(stub, models, imports) for stub in stubs]
+        return render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
+                      typing_imports=imports.lines(), functions=functions)
+
+    def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
+        """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.keep`).
+
+        Returns the kept functions that have no tool any more, or None when the previous module cannot be read
+        (an error: the compile fails and the user's file stays as it is)."""
+        previous = self.build.previous_output.get(f"python/{self.package}/tools.py")
+        if previous is None:
+            return ()
+        try:
+            kept = kept_functions(previous.decode("utf-8"))
+        except (UnicodeDecodeError, libcst.ParserSyntaxError) as exc:
+            self.build.diagnostics.error(
+                KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "
+                f"parse ({type(exc).__name__}); fix it or delete it", **self.where)
+            return None
+        merged = merge_kept(files["tools.py"], kept)
+        files["tools.py"] = merged.code
+        for name in merged.orphaned:
+            self.build.diagnostics.warning(KEPT_ORPHAN, f"kept function {name}() has no tool any more; it stays in "
+                                           "tools.py until you delete it or its `# toolc: keep` marker", **self.where)
+        return merged.orphaned
+
+    def _init_module(self, stubs: list[_Stub], orphans: tuple[str, ...]) -> str:
+        names = sorted([stub.name for stub in stubs] + list(orphans))
+        return render("stubs/__init__.py.jinja", docstring=self._docstring("Typed stubs for"), names=names,
+                      all_names=sorted([*names, "ToolCallError"]))
+
+
+def _function_doc(tool: Tool, params: list[Param]) -> str:
+    text = tool.description.strip() or tool.title or f"Call the tool {tool.name!r}."
+    lines = [text, "", f"Tool id: {tool.id}"]
+    if params:
+        lines += ["", "Args:"]
+        for param in params:
+            note = f" (sent as {param.wire!r})" if param.wire != param.name else ""
+            body = param.description.strip().replace("\n", "\n        ")
+            lines.append(f"    {param.name}{note}: {body}".rstrip())
+    return "\n".join(lines)
