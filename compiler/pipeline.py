@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.build import Build, Emitter
+from compiler.codegen.emit import emit_python
 from compiler.config import ALL_TARGETS, Config, OpenApiConfig, RecordingConfig, ServerConfig
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
@@ -29,7 +30,7 @@ UNKNOWN_TARGET = "TC107"
 
 # Each emitter adds its files to the Build; order matters where a stage reads another's artifacts.
 # emit_lock stays last: it hashes what the others produced (insert new emitters before it).
-EMITTERS: tuple[Emitter, ...] = (emit_catalog, emit_providers, emit_lock)
+EMITTERS: tuple[Emitter, ...] = (emit_catalog, emit_providers, emit_python, emit_lock)
 
 
 @dataclass(frozen=True)

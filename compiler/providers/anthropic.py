@@ -1,0 +1,157 @@
+"""Claude tools: `{"name", "description", "input_schema", "strict"?}` (providers.md §2).
+
+Always: `$ref` inlined (recursion pruned by the resolver), root `type: object` with no top-level
+`anyOf`/`oneOf`/`allOf` (hoisted, alternatives described), nullable written as `anyOf` (no type lists),
+top-level property keys matching `^[a-zA-Z0-9_.-]{1,64}$` (renamed, mapped back by the name map).
+Strict (only when asked, `providers.anthropic_strict`): `additionalProperties: false` on every object, the
+structured-outputs keyword subset (numeric and length constraints described), `minItems` 0/1 only, primitive
+enums only; maps and untyped values fall back to non-strict. Per-request budgets are applied by `lower.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from compiler.ir import JsonObject, Tool
+from compiler.providers import codes
+from compiler.providers.base import (
+    Capabilities,
+    Lowering,
+    NodePass,
+    describe,
+    is_object,
+    is_typed,
+    lower_schema,
+    on,
+)
+from compiler.providers.dialect import Lowered, LowerEnv, tool_description
+from compiler.providers.hoist import hoist_root, rename_keys
+from compiler.providers.passes import (
+    drop_annotations,
+    keyword_policy,
+    merge_all_of,
+    one_of_to_any_of,
+    openapi_nullable,
+    split_type_list,
+)
+
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+KEY = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+STRICT_KEYWORDS = frozenset({
+    "type", "description", "title", "properties", "required", "additionalProperties", "items", "anyOf", "allOf",
+    "enum", "const", "default", "pattern", "format", "minItems",
+})
+STRICT_FORMATS = {"string": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4",
+                                       "ipv6", "uuid"})}
+
+
+@on('minItems')
+def _strict_min_items(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    value = node.get("minItems")
+    if value is not None and value not in (0, 1):
+        del node["minItems"]
+        describe(node, {"minItems": value})
+        ctx.loss(codes.DESCRIBED, pointer, "moved into the description: minItems (strict allows only 0 or 1)")
+    return node
+
+
+@on('enum')
+def _strict_enum(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    values = node.get("enum")
+    if isinstance(values, list) and any(isinstance(v, dict | list) for v in values):
+        del node["enum"]
+        describe(node, {"enum": values})
+        ctx.loss(codes.ENUM_REWRITTEN, pointer, "enum of objects or arrays moved into the description")
+    return node
+
+
+def _strict_object(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    if not is_object(node):
+        return node
+    extra = node.get("additionalProperties")
+    if "patternProperties" in node or (extra is not None and extra is not False):
+        ctx.incompatible(pointer, "an open object (additionalProperties / patternProperties) cannot be strict")
+    elif extra is None:
+        if not node.get("properties") and pointer:
+            ctx.incompatible(pointer, "an object with no declared properties (a free-form map) cannot be strict")
+        node["additionalProperties"] = False
+        ctx.loss(codes.CLOSED_OBJECT, pointer, "additionalProperties: false added; undeclared keys are refused")
+    node.setdefault("type", "object")
+    return node
+
+
+def _strict_typed(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    if not is_typed(node) and "allOf" not in node:
+        ctx.incompatible(pointer, "an untyped value (any JSON) cannot be strict")
+    return node
+
+
+LOOSE_PASSES: tuple[NodePass, ...] = (drop_annotations, openapi_nullable, split_type_list)
+STRICT_PASSES: tuple[NodePass, ...] = (
+    drop_annotations,
+    openapi_nullable,
+    split_type_list,
+    one_of_to_any_of,
+    merge_all_of,
+    _strict_min_items,
+    _strict_enum,
+    keyword_policy(STRICT_KEYWORDS, STRICT_FORMATS),
+    _strict_object,
+    _strict_typed,
+)
+
+
+def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    node = hoist_root(node, pointer, ctx)
+    node["type"] = "object"
+    return rename_keys(node, KEY, ctx)
+
+
+class AnthropicDialect:
+    caps = Capabilities(target="anthropic", name_pattern=NAME, keep_refs=False, type_lists=False,
+                        root_combinators=False, key_pattern=KEY)
+
+    def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
+        ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
+                       memo=env.memo(self.caps.target, strict))
+        schema = env.inline(tool, ctx)
+        passes = STRICT_PASSES if strict else LOOSE_PASSES
+        parameters = lower_schema(schema, ctx, passes, (_root,))
+        definition: JsonObject = {"name": name}
+        description = tool_description(tool)
+        if description:
+            definition["description"] = description
+        definition["input_schema"] = parameters
+        if strict:
+            definition["strict"] = True
+        return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
+                       losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
+
+
+def strict_cost(parameters: Mapping[str, object]) -> tuple[int, int]:
+    """(optional parameters, union parameters) of one strict schema, counted the way Anthropic's limits do."""
+    optional = unions = 0
+
+    def visit(node: object) -> None:
+        nonlocal optional, unions
+        if isinstance(node, Mapping):
+            properties = node.get("properties")
+            if isinstance(properties, Mapping):
+                required = set(node.get("required") or ())
+                optional += sum(1 for key in properties if key not in required)
+                for sub in properties.values():
+                    if isinstance(sub, Mapping) and ("anyOf" in sub or isinstance(sub.get("type"), list)):
+                        unions += 1
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(parameters)
+    return optional, unions
+
+
+ANTHROPIC = AnthropicDialect()

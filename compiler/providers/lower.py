@@ -1,0 +1,143 @@
+"""Lower a catalog for one target: names, per-tool lowering with strict fallback, validation, request limits.
+
+For each tool: lower strict when the target has a strict flag and strict is wanted; when the strict lowering
+reports problems or fails the validator, lower it loose and say why (TC407). Whatever comes out must pass
+`validate.py`; a definition that does not is an error (TC430) and the tool is left out for that target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from compiler.config import Config
+from compiler.diagnostics import CompilerError, Diagnostic
+from compiler.ir import Catalog, JsonObject, Tool
+from compiler.providers import anthropic, codes, gemini, openai
+from compiler.providers.base import NotStrict
+from compiler.providers.dialect import Dialect, Lowered, LowerEnv
+from compiler.providers.namemap import NAME_MAP_FORMAT, tool_entry
+from compiler.providers.names import assign_names
+from compiler.providers.validate import malformed, validate
+
+if TYPE_CHECKING:
+    from compiler.refs import RefResolver
+
+DIALECTS: dict[str, Dialect] = {
+    "openai-chat": openai.CHAT,
+    "openai-responses": openai.RESPONSES,
+    "anthropic": anthropic.ANTHROPIC,
+    "gemini": gemini.GEMINI,
+}
+ANTHROPIC_STRICT_TOOLS, ANTHROPIC_OPTIONAL, ANTHROPIC_UNIONS = 20, 24, 16
+
+
+@dataclass
+class TargetResult:
+    target: str
+    lowered: list[Lowered] = field(default_factory=list)
+    entries: dict[str, JsonObject] = field(default_factory=dict)
+    """Provider name → name-map entry."""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def name_map(self) -> JsonObject:
+        return {"format": NAME_MAP_FORMAT, "target": self.target, "tools": dict(sorted(self.entries.items()))}
+
+
+def _diag(code: str, target: str, message: str, tool: Tool | None = None, pointer: str = "") -> Diagnostic:
+    return Diagnostic(code=code, severity=codes.severity(code), message=message, provider=target,
+                      pointer=pointer or ("/" if tool else ""), source=tool.source if tool else "",
+                      tool=tool.id if tool else "")
+
+
+def wants_strict(target: str, config: Config) -> bool:
+    if not DIALECTS[target].caps.strict_field:
+        return False
+    return config.providers.anthropic_strict if target == "anthropic" else True
+
+
+def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
+               strict: bool) -> tuple[Lowered | None, JsonObject | None, list[Diagnostic]]:
+    """One tool for one target: (lowered, name-map entry, diagnostics). None when it cannot be emitted."""
+    dialect = DIALECTS[target]
+    found = env.shared.get(("malformed", tool.id))
+    broken = malformed(tool.input_schema) if not isinstance(found, list) else found
+    env.shared[("malformed", tool.id)] = broken
+    if broken:
+        return None, None, [_diag(codes.MALFORMED_SCHEMA, target, "input schema left out: "
+                                  + "; ".join(str(v) for v in broken), tool, broken[0].pointer)]
+    try:
+        try:
+            lowered = dialect.lower(tool, name, env, strict=strict)
+            problems = lowered.problems
+            violations = validate(target, lowered.definition, env.checked(target)) if not problems else []
+        except NotStrict as stop:
+            problems, violations = [stop.problem], []
+        entry = None
+        if strict and (problems or violations):
+            reasons = [f"{at}: {why}" for at, why in problems] + [str(v) for v in violations]
+            lowered = dialect.lower(tool, name, env, strict=False)
+            lowered.losses.insert(0, _diag(codes.NOT_STRICT, target, "sent with strict: false because "
+                                           + "; ".join(sorted(set(reasons))[:5])
+                                           + (f" (+{len(set(reasons)) - 5} more)" if len(set(reasons)) > 5 else ""),
+                                           tool))
+            violations = validate(target, lowered.definition, env.checked(target))
+    except CompilerError as exc:
+        return None, None, [exc.diagnostic]
+    if violations:
+        text = "; ".join(str(v) for v in violations[:5])
+        return None, None, [*lowered.losses, _diag(codes.INVALID_OUTPUT, target,
+                                                   f"lowered definition fails the validator: {text}", tool)]
+    return lowered, entry or tool_entry(lowered), lowered.losses
+
+
+def _anthropic_budget(result: TargetResult, envs: dict[str, LowerEnv]) -> None:
+    """Strict Claude tools share per-request limits; past them, tools are sent non-strict (TC421)."""
+    tools = optional = unions = 0
+    for index, item in enumerate(result.lowered):
+        if not item.strict or item.parameters is None:
+            continue
+        extra_optional, extra_unions = anthropic.strict_cost(item.parameters)
+        if (tools + 1 > ANTHROPIC_STRICT_TOOLS or optional + extra_optional > ANTHROPIC_OPTIONAL
+                or unions + extra_unions > ANTHROPIC_UNIONS):
+            loose, entry, _diagnostics = lower_tool(result.target, item.tool, item.name, envs[item.tool.id],
+                                                   strict=False)
+            if loose is None or entry is None:
+                continue
+            result.lowered[index] = loose
+            result.entries[item.name] = entry
+            result.diagnostics.append(_diag(
+                codes.STRICT_BUDGET, result.target, f"sent non-strict: a request allows {ANTHROPIC_STRICT_TOOLS} "
+                f"strict tools, {ANTHROPIC_OPTIONAL} optional and {ANTHROPIC_UNIONS} union parameters", item.tool))
+            continue
+        tools, optional, unions = tools + 1, optional + extra_optional, unions + extra_unions
+
+
+def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: Config,
+                 shared: dict[tuple[str, ...], object] | None = None) -> TargetResult:
+    """`shared` carries results one target can reuse from another within a build (pass the same dict)."""
+    result = TargetResult(target)
+    names, name_diagnostics = assign_names(catalog.tools, target, config.names)
+    result.diagnostics.extend(name_diagnostics)
+    strict = wants_strict(target, config)
+    options = config.providers.model_dump()
+    shared = {} if shared is None else shared
+    envs: dict[str, LowerEnv] = {}
+    for tool in catalog.tools:
+        if tool.id not in names:
+            continue
+        env = envs[tool.id] = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth, options,
+                                             shared=shared)
+        lowered, entry, diagnostics = lower_tool(target, tool, names[tool.id], env, strict=strict)
+        result.diagnostics.extend(diagnostics)
+        if lowered is not None and entry is not None:
+            result.lowered.append(lowered)
+            result.entries[lowered.name] = entry
+    if target == "anthropic" and strict:
+        _anthropic_budget(result, envs)
+    caps = DIALECTS[target].caps
+    if caps.max_tools is not None and len(result.lowered) > caps.max_tools:
+        result.diagnostics.append(_diag(codes.TOO_MANY_TOOLS, target,
+                                        f"{len(result.lowered)} tools; a request accepts at most {caps.max_tools}: "
+                                        f"{caps.tools_advice}"))
+    return result

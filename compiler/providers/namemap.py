@@ -1,0 +1,242 @@
+"""The reverse map (`schemas/<target>.names.json`): a provider's tool call → the tool id and its wire arguments.
+
+Format (version 1), canonical JSON::
+
+    {
+      "format": 1,
+      "target": "openai-chat",                      # one of the four targets
+      "tools": {
+        "<provider tool name>": {
+          "tool": "<tool id>",                      # mcp:{server}:{tool} | openapi:{spec}:{operation}
+          "strict": true,                           # was the definition sent with strict: true
+          "arguments": <shape>,                     # only present when arguments need rewriting
+          "defs": {"<def name>": <shape>}           # only present when a shape uses "ref"
+        }
+      }
+    }
+
+A `<shape>` says how to rewrite one JSON value the model produced into the value the tool expects. Every key is
+optional; an absent key means "nothing to do":
+
+    {
+      "rename":   {"<provider key>": "<wire key>"},  # object keys the provider could not carry (Anthropic)
+      "optional": ["<key>", ...],                    # keys strict lowering made required + nullable:
+                                                     #   a null value here means "omitted" → drop the key
+      "properties": {"<key>": <shape>},              # apply to the value under that key (key as the model sent it)
+      "items": <shape>,                              # apply to every element of an array
+      "anyOf": [<shape>, ...],                       # alternatives, see below
+      "keys": ["<key>", ...],                        # anyOf branches and defs only: the object keys declared
+      "ref": "<def name>"                            # the shape is tool["defs"][name] (recursive schemas)
+    }
+
+Applying a shape S to a value V (this is what `arguments_to_wire` does, and what generated routers redo):
+1. if S has "ref", continue with defs[S.ref] (after this, S has no "ref");
+2. if V is an object: for each key K with value X, in order: if X is null and K in S.optional, drop K;
+   else output key S.rename.get(K, K) with X rewritten by S.properties[K] when present;
+3. if V is an array and S has "items": rewrite every element with S.items;
+4. then, if S has "anyOf", pick the first branch B that fits V (resolve B's "ref" first; B has "keys" and V is
+   an object whose keys are all in B.keys, or B has "items" and V is an array, or B has neither "keys" nor
+   "items") and apply B.
+Steps 2-4 apply to the value produced so far; a shape that is `{}` leaves the value unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from compiler.ir import JsonObject
+from compiler.providers.base import MARK_OPTIONAL, SUBSCHEMA_KIND
+from compiler.providers.dialect import Lowered
+
+NAME_MAP_FORMAT = 1
+
+
+class UnknownToolName(LookupError):
+    """The provider called a tool name that is not in the name map."""
+
+
+def _defs_name(ref: str) -> str | None:
+    if ref.startswith("#/$defs/"):
+        from compiler.refs import unescape_token
+
+        return unescape_token(ref[len("#/$defs/"):])
+    return None
+
+
+def extract_shape(node: Any, *, in_any_of: bool = False, cache: dict[tuple[int, bool], Any] | None = None) -> JsonObject:
+    """The shape of a lowered schema, read from the strict lowering's private markers.
+
+    Lowered subtrees may be shared between tools (`Lowering.memo`): shapes are cached by node identity (`cache`,
+    which also pins the nodes so ids stay theirs) and reused."""
+    if not isinstance(node, dict):
+        return {}
+    if cache is not None:
+        hit = cache.get((id(node), in_any_of))
+        if hit is not None and hit[0] is node:
+            return dict(hit[1])
+    shape: JsonObject = {}
+    optional = node.get(MARK_OPTIONAL)
+    if optional:
+        shape["optional"] = list(optional)
+    properties = node.get("properties")
+    if isinstance(properties, Mapping):
+        subs = {key: extract_shape(sub, cache=cache) for key, sub in properties.items()}
+        subs = {key: sub for key, sub in subs.items() if sub}
+        if subs:
+            shape["properties"] = subs
+        if in_any_of:
+            shape["keys"] = list(properties)
+    items = extract_shape(node.get("items"), cache=cache)
+    if items:
+        shape["items"] = items
+    elif in_any_of and "items" in node:
+        shape["items"] = {}
+    branches = node.get("anyOf")
+    if isinstance(branches, list):
+        subs_list = [extract_shape(branch, in_any_of=True, cache=cache) for branch in branches]
+        if any(_acts(sub) for sub in subs_list):
+            shape["anyOf"] = subs_list
+    ref = node.get("$ref")
+    if isinstance(ref, str) and _defs_name(ref) is not None:
+        shape["ref"] = _defs_name(ref)
+    if cache is not None:
+        cache[(id(node), in_any_of)] = (node, shape)
+    return dict(shape)
+
+
+def without_markers(node: Any, cache: dict[Any, Any]) -> Any:
+    """A copy of a lowered schema without the private markers; shared subtrees are copied once (`cache`)."""
+    if not isinstance(node, dict):
+        return node
+    hit = cache.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    out: JsonObject = {}
+    for key, value in node.items():
+        kind = SUBSCHEMA_KIND.get(key)
+        if key == MARK_OPTIONAL:
+            continue
+        if kind == 1 and isinstance(value, dict):
+            out[key] = {name: without_markers(sub, cache) for name, sub in value.items()}
+        elif kind is not None and kind != 1 and isinstance(value, list):
+            out[key] = [without_markers(sub, cache) for sub in value]
+        elif kind == 3:
+            out[key] = without_markers(value, cache)
+        else:
+            out[key] = value
+    cache[id(node)] = (node, out)
+    return out
+
+
+def _acts(shape: Mapping[str, Any]) -> bool:
+    return any(key in shape for key in ("rename", "optional", "properties", "items", "anyOf", "ref"))
+
+
+def strict_shapes(schema: JsonObject, cache: dict[tuple[int, bool], Any] | None = None) -> tuple[JsonObject, JsonObject]:
+    """(shape, defs) of a strict-lowered schema (markers are left in place: see `without_markers`)."""
+    defs = {name: extract_shape(sub, in_any_of=True, cache=cache) for name, sub in (schema.get("$defs") or {}).items()}
+    return extract_shape(schema, cache=cache), defs
+
+
+def tool_entry(lowered: Lowered) -> JsonObject:
+    entry: JsonObject = {"tool": lowered.tool.id, "strict": lowered.strict}
+    shape = copy.deepcopy(lowered.arg_shape) if lowered.arg_shape else {}
+    defs = copy.deepcopy(lowered.arg_defs)
+    if lowered.renamed_keys:
+        shape["rename"] = dict(sorted(lowered.renamed_keys.items()))
+    defs = _live_defs(shape, defs)
+    if _acts(shape):
+        entry["arguments"] = shape
+        if defs:
+            entry["defs"] = defs
+    return entry
+
+
+def _live_defs(shape: JsonObject, defs: JsonObject) -> JsonObject:
+    """Keep the defs that a used shape can reach and that do something; drop `ref`s to the others."""
+    acting: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, sub in defs.items():
+            if name not in acting and _does_something(sub, acting):
+                acting.add(name)
+                changed = True
+    _prune_refs(shape, acting)
+    for name in acting:
+        _prune_refs(defs[name], acting)
+    return {name: defs[name] for name in sorted(acting)}
+
+
+def _does_something(shape: Any, acting: set[str]) -> bool:
+    if not isinstance(shape, Mapping):
+        return False
+    if shape.get("rename") or shape.get("optional") or shape.get("ref") in acting:
+        return True
+    children = [*(shape.get("properties") or {}).values(), shape.get("items"), *(shape.get("anyOf") or [])]
+    return any(_does_something(sub, acting) for sub in children)
+
+
+def _prune_refs(shape: Any, acting: set[str]) -> None:
+    if not isinstance(shape, dict):
+        return
+    if "ref" in shape and shape["ref"] not in acting:
+        del shape["ref"]
+    for sub in [*(shape.get("properties") or {}).values(), shape.get("items"), *(shape.get("anyOf") or [])]:
+        _prune_refs(sub, acting)
+    for key in ("properties",):
+        if key in shape:
+            shape[key] = {k: v for k, v in shape[key].items() if _acts(v) or "keys" in v}
+            if not shape[key]:
+                del shape[key]
+
+
+def build_name_map(target: str, lowered: list[Lowered]) -> JsonObject:
+    return {"format": NAME_MAP_FORMAT, "target": target,
+            "tools": {item.name: tool_entry(item) for item in sorted(lowered, key=lambda x: x.name)}}
+
+
+def _apply(value: Any, shape: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
+    if "ref" in shape:
+        shape = defs.get(shape["ref"], {})
+    if isinstance(value, dict):
+        optional = set(shape.get("optional", ()))
+        rename = shape.get("rename", {})
+        properties = shape.get("properties", {})
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if item is None and key in optional:
+                continue
+            out[rename.get(key, key)] = _apply(item, properties[key], defs) if key in properties else item
+        value = out
+    elif isinstance(value, list) and "items" in shape:
+        value = [_apply(item, shape["items"], defs) for item in value]
+    for branch in shape.get("anyOf", ()):
+        if _fits(value, defs.get(branch["ref"], {}) if "ref" in branch else branch):
+            return _apply(value, branch, defs)
+    return value
+
+
+def _fits(value: Any, branch: Mapping[str, Any]) -> bool:
+    if "keys" in branch:
+        return isinstance(value, dict) and set(value) <= set(branch["keys"])
+    if "items" in branch:
+        return isinstance(value, list)
+    return True
+
+
+def arguments_to_wire(target: str, provider_tool_name: str, arguments: Mapping[str, Any],
+                      name_map: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Route a provider's tool call back: (tool id, the arguments as the tool's own schema names them).
+
+    Undoes OpenAI strict lowering (a null for an optional property means omitted) and argument renames."""
+    if name_map.get("target") != target:
+        raise ValueError(f"name map is for {name_map.get('target')!r}, not {target!r}")
+    entry = name_map.get("tools", {}).get(provider_tool_name)
+    if entry is None:
+        raise UnknownToolName(provider_tool_name)
+    shape = entry.get("arguments")
+    wire = _apply(dict(arguments), shape, entry.get("defs", {})) if shape else dict(arguments)
+    return entry["tool"], wire

@@ -1,0 +1,222 @@
+"""OpenAI function tools: Chat Completions and Responses wrappers over one parameters dialect.
+
+Strict (Structured Outputs subset, providers.md §1.4), from a bundled schema (`$defs` and recursion kept):
+optional fields become required and nullable (the name map undoes it), `additionalProperties: false` on every
+object, `properties` on every object, typed `items`, `oneOf` → `anyOf`, one-member/mergeable `allOf` folded,
+`$ref` with siblings wrapped in `anyOf`, unsupported keywords moved into the description. What cannot be strict
+(maps, untyped values, root unions, conflicting allOf, limits) is lowered loose and sent with `strict: false`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from compiler.diagnostics import Diagnostic
+from compiler.ir import JsonObject, Tool
+from compiler.providers import codes
+from compiler.providers.base import (
+    MARK_OPTIONAL,
+    Capabilities,
+    Lowering,
+    NodePass,
+    NotStrict,
+    allows_null,
+    describe,
+    is_object,
+    is_typed,
+    lower_schema,
+    on,
+    type_set,
+)
+from compiler.providers.dialect import Lowered, LowerEnv, tool_description, truncate_description
+from compiler.providers.namemap import strict_shapes, without_markers
+from compiler.providers.passes import (
+    drop_annotations,
+    keyword_policy,
+    merge_all_of,
+    one_of_to_any_of,
+    openapi_nullable,
+)
+
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+ADVICE = "select tools per request with `--target` and `allow_tools`/`deny_tools` in toolc.yaml, or split the project"
+
+STRICT_KEYWORDS = frozenset({
+    "type", "description", "title", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
+    "const", "$ref", "$defs", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "minItems", "maxItems", "minLength", "maxLength", MARK_OPTIONAL,
+})
+"""Keywords strict mode accepts (providers.md §1.4); min/maxLength work on OpenAI's own base models."""
+STRICT_FORMATS = {"string": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
+                                       "uuid"})}
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+@on('pattern')
+def _plain_pattern(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    pattern = node.get("pattern")
+    if isinstance(pattern, str) and _LOOKAROUND.search(pattern):
+        del node["pattern"]
+        describe(node, {"pattern": pattern})
+        ctx.loss(codes.DESCRIBED, pointer, "moved into the description: pattern (lookaround is not supported)")
+    return node
+
+
+@on('$ref')
+def _wrap_ref_siblings(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    """A strict `$ref` cannot have siblings: `{"$ref", description}` → `{"anyOf": [{"$ref"}], description}`."""
+    if "$ref" not in node or len(node) == 1:
+        return node
+    out = {key: value for key, value in node.items() if key != "$ref"}
+    if "anyOf" in out:
+        out.setdefault("allOf", []).append({"$ref": node["$ref"]})
+        ctx.incompatible(pointer, "$ref next to anyOf")
+        return out
+    out["anyOf"] = [{"$ref": node["$ref"]}]
+    return out
+
+
+def make_nullable(schema: Any) -> Any:
+    """The same schema, also accepting null (for an optional property that strict mode makes required)."""
+    if not isinstance(schema, dict):
+        return schema
+    kinds = schema.get("type")
+    if isinstance(kinds, str | list) and "anyOf" not in schema and "const" not in schema:
+        out = dict(schema)
+        out["type"] = [*type_set(schema), "null"]
+        if isinstance(out.get("enum"), list):
+            out["enum"] = [*out["enum"], None]
+        return out
+    if isinstance(schema.get("anyOf"), list) and not kinds:
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    keep = {k: schema[k] for k in ("description", "title") if k in schema}
+    inner = {k: v for k, v in schema.items() if k not in keep}
+    return {"anyOf": [inner, {"type": "null"}], **keep}
+
+
+def _strict_object(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    if not is_object(node):
+        return node
+    if "type" not in node:
+        node["type"] = "object"
+    extra = node.get("additionalProperties", None)
+    properties = node.setdefault("properties", {})
+    if "patternProperties" in node or (extra is not None and extra is not False):
+        ctx.incompatible(pointer, "an open object (additionalProperties / patternProperties) cannot be strict")
+        return node
+    if extra is None:
+        if not properties and pointer:
+            ctx.incompatible(pointer, "an object with no declared properties (a free-form map) cannot be strict")
+            return node
+        node["additionalProperties"] = False
+        ctx.loss(codes.CLOSED_OBJECT, pointer, "additionalProperties: false added; undeclared keys are refused")
+    given = node.get("required")
+    required: list[Any] = given if isinstance(given, list) else []
+    missing = [key for key in required if key not in properties]
+    if missing:
+        ctx.incompatible(pointer, f"required keys without a property schema: {', '.join(missing)}")
+        return node
+    optional = [key for key in properties if key not in required]
+    for key in optional:
+        if allows_null(properties[key]):
+            ctx.loss(codes.NULL_IS_OMITTED, f"{pointer}/properties/{key}",
+                     "optional and nullable: after strict lowering, null is read as omitted")
+        else:
+            properties[key] = make_nullable(properties[key])
+    node["required"] = list(properties)
+    if optional:
+        node[MARK_OPTIONAL] = optional
+    return node
+
+
+def _strict_typed(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    if not is_typed(node):
+        ctx.incompatible(pointer, "an untyped value (any JSON) cannot be strict")
+    elif "array" in type_set(node):
+        items = node.get("items")
+        if not is_typed(items):
+            ctx.incompatible(pointer, "an array without typed items cannot be strict")
+    return node
+
+
+def _strict_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    if node.get("type") != "object" or "anyOf" in node:
+        ctx.incompatible("", "the root must be a plain object (no anyOf, no null)")
+    return node
+
+
+STRICT_PASSES: tuple[NodePass, ...] = (
+    drop_annotations,
+    openapi_nullable,
+    one_of_to_any_of,
+    merge_all_of,
+    _plain_pattern,
+    keyword_policy(STRICT_KEYWORDS, STRICT_FORMATS),
+    _wrap_ref_siblings,
+    _strict_object,
+    _strict_typed,
+)
+LOOSE_PASSES: tuple[NodePass, ...] = (drop_annotations, openapi_nullable)
+
+
+def _loose_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
+    node.setdefault("type", "object")
+    node.setdefault("properties", {})
+    return node
+
+
+class OpenAIDialect:
+    """Chat Completions (`wrapped=True`) or Responses (`wrapped=False`): same parameters, different wrapper."""
+
+    def __init__(self, target: str, *, wrapped: bool) -> None:
+        self.caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128,
+                                 tools_advice=ADVICE, keep_refs=True, type_lists=True, root_combinators=False)
+        self.wrapped = wrapped
+
+    def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
+        key = ("openai", tool.id, name, str(strict))
+        cached = env.shared.get(key)
+        if isinstance(cached, NotStrict):
+            raise cached
+        if isinstance(cached, tuple):
+            parameters, losses, description, shapes = cached
+            return self._wrap(tool, name, parameters, description, strict,
+                              [replace(d, provider=self.caps.target) for d in losses], [], shapes)
+        ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
+                       memo=env.memo("openai", strict))
+        schema = env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
+        try:
+            if strict:
+                parameters = lower_schema(schema, ctx, STRICT_PASSES, (_strict_root,))
+            else:
+                parameters = lower_schema(schema, ctx, LOOSE_PASSES, (_loose_root,))
+        except NotStrict as stop:
+            env.shared[key] = stop
+            raise
+        description = truncate_description(tool_description(tool), ctx)
+        if strict:
+            shapes = strict_shapes(parameters, env.memo("openai-shapes", strict))
+            parameters = without_markers(parameters, env.memo("openai-strip", strict))
+        else:
+            shapes = ({}, {})
+        if not ctx.problems:
+            env.shared[key] = (parameters, tuple(ctx.losses), description, shapes)
+        return self._wrap(tool, name, parameters, description, strict, list(ctx.losses), ctx.problems, shapes)
+
+    def _wrap(self, tool: Tool, name: str, parameters: JsonObject, description: str, strict: bool,
+              losses: list[Diagnostic], problems: list[tuple[str, str]],
+              shapes: tuple[JsonObject, JsonObject]) -> Lowered:
+        body: JsonObject = {"name": name}
+        if description:
+            body["description"] = description
+        body["parameters"] = parameters
+        body["strict"] = strict
+        definition = {"type": "function", "function": body} if self.wrapped else {"type": "function", **body}
+        return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
+                       losses=losses, problems=problems, arg_shape=shapes[0] or None, arg_defs=shapes[1])
+
+
+CHAT = OpenAIDialect("openai-chat", wrapped=True)
+RESPONSES = OpenAIDialect("openai-responses", wrapped=False)
