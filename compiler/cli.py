@@ -4,6 +4,7 @@ they drive and are registered here. Exit codes and shared helpers: `cli_support.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -19,14 +20,35 @@ from compiler.cli_support import (
 )
 from compiler.config import ALL_TARGETS, Config
 from compiler.diagnostics import Diagnostics, Severity
-from compiler.drift.commands import check_command, diff_command
 from compiler.emit import report
-from compiler.live_commands import LIVE_COMMANDS
-from compiler.providers.explain import explain_command
 from compiler.serialize import canonical_json
 
+# Commands that live beside the code they drive, imported only when invoked: `toolc compile` should not pay
+# for the mcp SDK, the drift differ or the provider explainer (click's documented lazy-group pattern).
+LAZY_COMMANDS = {
+    "check": "compiler.drift.commands:check_command",
+    "diff": "compiler.drift.commands:diff_command",
+    "explain": "compiler.providers.explain:explain_command",
+    "health": "compiler.live_commands:health_command",
+    "list": "compiler.live_commands:list_command",
+    "record": "compiler.live_commands:record_command",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS:
+            module_name, attribute = LAZY_COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="toolc")
 def main() -> None:
     """toolc: compile MCP tool listings and OpenAPI documents into provider tool schemas, typed stubs and a router."""
@@ -41,10 +63,12 @@ def main() -> None:
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report here, even on failure.")
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
+@click.option("--codegen/--no-codegen", default=None,
+              help="Emit (or skip) the typed stubs and router under python/ (default: the project's `codegen`).")
 @click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too (the full loss report).")
 @guarded
 def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | None, targets: str | None,
-                    report_path: Path | None, strict: bool, live: bool, verbose: bool) -> None:
+                    report_path: Path | None, strict: bool, live: bool, codegen: bool | None, verbose: bool) -> None:
     """Compile the project (or the OpenAPI documents / recorded listings given as PATHs) into the output folder."""
     from compiler.pipeline import adhoc_inputs, compile_project, write_build
 
@@ -56,6 +80,8 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
     else:
         config = load_project(config_path)
         inputs = None
+    if codegen is not None:
+        config = config.model_copy(update={"codegen": codegen})
     destination = out_dir or config.output_dir
     build = None
     try:
@@ -77,7 +103,3 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
             diags = build.diagnostics if build else Diagnostics()
             report_path.write_bytes(canonical_json(report(build.catalog if build else None, diags,
                                                               extra=build.artifacts.get("report") if build else None)))
-
-
-for _command in (*LIVE_COMMANDS, check_command, diff_command, explain_command):
-    main.add_command(_command)

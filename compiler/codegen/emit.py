@@ -8,12 +8,14 @@ all under `python/` in the output folder. Layout:
 from __future__ import annotations
 
 from compiler.build import Build
-from compiler.codegen.router import generate_router
-from compiler.codegen.stubs import generate_stubs
 
 
 def emit_python(build: Build) -> None:
     if not build.config.codegen:
         return
+    # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
+    from compiler.codegen.router import generate_router
+    from compiler.codegen.stubs import generate_stubs
+
     for path, content in sorted({**generate_router(build), **generate_stubs(build)}.items()):
         build.add_file(f"python/{path}", content)
