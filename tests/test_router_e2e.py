@@ -18,19 +18,29 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from compiler.config import OpenApiConfig, ServerConfig
-from tests.test_router_support import ROOT, TIME_SERVER, catalog_from, load_router, make_build, write_router
+from tests.test_router_support import (
+    ROOT,
+    TIME_SERVER,
+    catalog_from,
+    load_router,
+    make_build,
+    name_map,
+    write_router,
+)
 
 EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / "@modelcontextprotocol" / "server-everything"
 EVERYTHING_SERVER = ServerConfig(id="server-everything", command=("node", str(EVERYTHING / "dist" / "index.js")),
                                  args=("stdio",), timeout_ms=30_000)
 PARAMS_API = OpenApiConfig(id="params", path="fixtures/openapi/params.yaml", base_url="${PARAMS_API_URL}/v1")
 NAME_MAPS = {"providers": {
-    "gemini": {"names": {"time__now": {"tool_id": "mcp:mcp-server-time:get_current_time",
-                                       "arguments": {"tz": "timezone"}},
-                         "params__getPet": "openapi:params:getPet"}},
-    "anthropic": {"names": {"mcp-server-time__get_current_time": "mcp:mcp-server-time:get_current_time"}},
-    "openai-chat": {"names": {"time_now": "mcp:mcp-server-time:get_current_time"}},
-    "openai-responses": {"names": {"get_pet": "openapi:params:getPet"}},
+    "gemini": {"names": name_map("gemini", {
+        "time__now": {"tool": "mcp:mcp-server-time:get_current_time", "strict": False,
+                      "arguments": {"rename": {"tz": "timezone"}}},
+        "params__getPet": "openapi:params:getPet"})},
+    "anthropic": {"names": name_map("anthropic", {
+        "mcp-server-time__get_current_time": "mcp:mcp-server-time:get_current_time"})},
+    "openai-chat": {"names": name_map("openai-chat", {"time_now": "mcp:mcp-server-time:get_current_time"})},
+    "openai-responses": {"names": name_map("openai-responses", {"get_pet": "openapi:params:getPet"})},
 }}
 
 

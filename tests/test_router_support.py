@@ -54,6 +54,23 @@ def make_build(catalog: Catalog | None = None, *, policy: dict[str, Any] | None 
                  artifacts=artifacts or {})
 
 
+def name_map(target: str, tools: dict[str, str | dict[str, Any]]) -> dict[str, Any]:
+    """A name map in the providers' format 1 (`compiler.providers.namemap`): provider name → a tool id (an entry
+    with nothing to rewrite) or a whole entry."""
+    return {"format": 1, "target": target, "tools": {
+        name: {"tool": entry, "strict": False} if isinstance(entry, str) else entry for name, entry in tools.items()}}
+
+
+def with_name_maps(build: Build) -> Build:
+    """`build` with the providers' real name maps in its artifacts, as `toolc compile` makes them."""
+    from compiler.providers.emit import emit_providers
+    from compiler.refs import RefResolver
+
+    build.resolver = RefResolver(build.diagnostics)  # make_build has none; the providers stage resolves refs
+    emit_providers(build)
+    return build
+
+
 def write_router(build: Build, folder: Path) -> Path:
     files = generate_router(build)
     assert files, [d.render() for d in build.diagnostics]
@@ -138,14 +155,15 @@ def test_bad_policy_is_a_diagnostic_not_a_traceback() -> None:
 
 
 def test_provider_name_maps_are_embedded_and_bad_entries_dropped() -> None:
-    artifacts = {"providers": {"openai-chat": {"names": {
-        "time__get_current_time": {"tool_id": "mcp:mcp-server-time:get_current_time",
-                                   "arguments": {"tz": "timezone"}},
+    artifacts = {"providers": {"openai-chat": {"names": name_map("openai-chat", {
+        "time__get_current_time": {"tool": "mcp:mcp-server-time:get_current_time", "strict": False,
+                                   "arguments": {"rename": {"tz": "timezone"}}},
         "ghost": "mcp:nowhere:ghost",
-    }}}}
+    })}}}
     build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), artifacts=artifacts)
     tables = generate_router(build)["toolc_router/_tables.py"].decode()
-    assert "'time__get_current_time': NameEntry('mcp:mcp-server-time:get_current_time', {'tz': 'timezone'})" in tables
+    assert ("'time__get_current_time': NameEntry('mcp:mcp-server-time:get_current_time', "
+            "arguments={'rename': {'tz': 'timezone'}})") in tables
     assert "ghost" not in tables
     assert [d.code for d in build.diagnostics if d.code == "TC635"] == ["TC635"]
 
