@@ -12,7 +12,8 @@ import pytest
 from tests.test_router_support import ROOT, TIME_SERVER, make_build, with_name_maps, write_router
 
 VENV_BIN = Path(sys.executable).parent
-RUFF_RULES = ["--select", "E,F,W,I,B,UP,SIM,RUF", "--ignore", "E501", "--target-version", "py311"]
+# The project's rules on top of ruff's own defaults (which include BLE001 and TRY004 since ruff 0.17).
+RUFF_RULES = ["--extend-select", "E,F,W,I,B,UP,SIM,RUF,BLE", "--ignore", "E501", "--target-version", "py311"]
 
 
 @pytest.fixture(scope="module")

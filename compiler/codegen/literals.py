@@ -9,16 +9,16 @@ Nothing from an input is pasted into code as raw text. Text becomes code only th
   written as escapes;
 - identifiers from `codegen.identifiers`.
 
-`check_module(code)` is the gate every generated module passes before it is emitted: it must parse with
-libcst and compile, and its top level may hold only a docstring, imports, function and class definitions, and
-assignments whose value contains no call, so importing it runs nothing from the input.
+`check_module(code)` is the gate every generated module passes before it is emitted: it must parse and
+compile with CPython (only `ast`: libcst took seconds on a big models module; `codegen.keep` parses tools.py
+with libcst itself when it carries kept functions over), and its top level may hold only a docstring, imports,
+function and class definitions, and assignments whose value contains no call, so importing it runs nothing
+from the input.
 """
 
 from __future__ import annotations
 
 import ast
-
-import libcst
 
 _ESCAPES = {"\\": "\\\\", "\r": "\\r", "\t": "\\t", "\0": "\\x00"}
 
@@ -43,7 +43,8 @@ def _normalise(text: str) -> str:
 
 def docstring_body(text: str) -> str:
     """The source text between the triple quotes of a docstring for `text` (already normalised)."""
-    body = "".join(_escape_char(char) for char in text)
+    plain = "\\" not in text and text.replace("\n", "").isprintable()  # the usual case: nothing to escape
+    body = text if plain else "".join(_escape_char(char) for char in text)
     body = body.replace('"""', '\\"\\"\\"')
     if body.endswith('"'):
         body = body[:-1] + '\\"'
@@ -132,8 +133,9 @@ def _class_value_ok(value: ast.expr) -> bool:
     return True
 
 
-def check_module(code: str, *, filename: str, allow_calls: frozenset[str] = frozenset()) -> libcst.Module:
-    """Raise UnsafeModule unless `code` parses (libcst and CPython) and only defines things at top level.
+def check_module(code: str, *, filename: str, allow_calls: frozenset[str] = frozenset()) -> ast.Module:
+    """Raise UnsafeModule unless `code` parses and compiles and only defines things at top level; returns its
+    `ast` tree (callers read the module back from it rather than parsing it again).
 
     Class bodies may only assign, with no call other than `Field(...)`/`ConfigDict(...)` (datamodel-code-generator's
     pydantic models), and have no decorators or metaclass keywords.
@@ -144,16 +146,15 @@ def check_module(code: str, *, filename: str, allow_calls: frozenset[str] = froz
     if "from __future__ import annotations" not in code:
         raise UnsafeModule(f"{filename}: annotations must be lazy (`from __future__ import annotations`)")
     try:
-        module = libcst.parse_module(code)
         tree = ast.parse(code, filename=filename)
         compile(tree, filename, "exec", dont_inherit=True)
-    except (libcst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError) as exc:
         raise UnsafeModule(f"{filename} does not parse: {exc}") from exc
     for statement in tree.body:
         if _allowed_top_level(statement) or _allowed_call(statement, allow_calls):
             continue
         raise UnsafeModule(f"{filename}:{statement.lineno}: top-level {type(statement).__name__} is not allowed")
-    return module
+    return tree
 
 
 def _allowed_call(statement: ast.stmt, allow_calls: frozenset[str]) -> bool:

@@ -1,9 +1,10 @@
-"""Pydantic v2 models for one source, from one datamodel-code-generator run over one combined schema.
+"""Pydantic v2 models for one source, from datamodel-code-generator over one combined schema.
 
     bundled tool schemas ──► combine() ──► {"$defs": {shared defs…, <Tool>Input, <Tool>Output, …}}
-                                            │ datamodel-code-generator (library, builtin formatter)
+                                            │ datamodel-code-generator (library, builtin formatter),
+                                            │ once per independent chunk (`codegen.model_chunks`)
                                             ▼
-                              models.py source ──► analyse() ──► class → {wire key: annotation}
+                              models source ──► analyse() ──► class → {wire key: annotation}
 
 `combine` merges every bundled schema's local `$defs` into one table: a definition that is the same in two
 tools (the source's shared OpenAPI components) is generated once; two different definitions that share a name
@@ -13,7 +14,8 @@ confuse the generator is dropped on the way: `$id`, `$schema`, `$anchor`, `$dyna
 keys, `default` (the stubs never send an argument the caller left out, so the server applies its own
 defaults; a default the schema itself contradicts would make the models ill-typed), and non-local `$ref`s (which become "any" with a TC605 warning; refs.py should never let one through).
 
-`analyse` reads the generated module back with libcst so the stubs can reuse each field's exact annotation
+`analyse` reads the generated module back with `ast` (libcst took most of the time on big sources and is only
+needed to rewrite non-ASCII field names, see `ascii_fields`) so the stubs can reuse each field's exact annotation
 (keyed by the *wire* property name: datamodel-code-generator renames `from` → `from_` with an alias).
 """
 
@@ -82,7 +84,7 @@ def _walk(node: Any, on_ref: Callable[[str], str | None]) -> Any:
     return out
 
 
-def _ref_target(ref: str) -> tuple[str, str] | None:
+def ref_target(ref: str) -> tuple[str, str] | None:
     """`#/$defs/<name>/rest` → (name, '/rest'); None for other local pointers."""
     if not ref.startswith("#/$defs/"):
         return None
@@ -94,7 +96,7 @@ def _references(node: Any) -> set[str]:
     found: set[str] = set()
 
     def collect(ref: str) -> str:
-        target = _ref_target(ref)
+        target = ref_target(ref)
         if target:
             found.add(target[0])
         return ref
@@ -112,6 +114,8 @@ def _rename_plan(request: ModelRequest, local: Mapping[str, Any], table: Mapping
     """Which of the request's local definitions must be renamed to avoid a different one already in `table`."""
     renamed = {n for n, sub in local.items()
                if n in reserved or (n in table and not _same(n, sub, table, origin))}
+    if not renamed:  # the usual case; the references below cost a copy of every local definition
+        return {}
     deps = {n: _references(sub) for n, sub in local.items()}
     changed = True
     while changed:  # a definition that refers to a renamed one differs from its namesake too
@@ -146,7 +150,7 @@ def combine(requests: Iterable[ModelRequest]) -> Combined:
             if not ref.startswith("#"):
                 combined.foreign_refs.append((request, ref))
                 return None
-            target = _ref_target(ref)
+            target = ref_target(ref)
             if target is not None and target[0] in local:
                 return "#/$defs/" + escape_token(plan.get(target[0], target[0])) + target[1]
             return "#/$defs/" + escape_token(request.key) + ref[1:]  # a pointer into the tool schema itself
@@ -213,36 +217,67 @@ def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str) -> str:
 class ModelsModule:
     code: str
     fields: Mapping[str, Mapping[str, str]]
-    """Class name → wire property name → annotation source."""
+    """Class name → wire property name → annotation source (a subclass also lists the fields it inherits)."""
     local_names: frozenset[str]
     """Names the module defines at top level (classes, aliases)."""
     imports: Mapping[str, tuple[str, str]]
     """Name used in the module → (module it comes from, name there)."""
+    module: str = ""
+    """The package-private module holding these names when a source's models are split (`_models_3`); empty
+    when they live in `models.py` itself."""
+    exported: frozenset[str] = frozenset()
+    """Of `local_names`, those `models.py` re-exports from `module` (so `_models.<name>` reaches them)."""
 
 
-def _alias(value: libcst.BaseExpression | None) -> str | None:
-    if not isinstance(value, libcst.Call):
+class _Segments:
+    """Exact source text of ast nodes. `ast.get_source_segment` splits the whole module on every call, which is
+    quadratic on a 30,000-line models module; this splits once. Offsets are UTF-8 byte columns, as in `ast`."""
+
+    def __init__(self, code: str) -> None:
+        self._lines: list[str] = _LINE.findall(code)
+
+    def _cut(self, line: int, start: int | None = None, end: int | None = None) -> str:
+        text = self._lines[line]
+        if text.isascii():
+            return text[start:end]
+        return text.encode("utf-8")[start:end].decode("utf-8")
+
+    def __call__(self, node: ast.expr) -> str:
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        end = node.end_col_offset
+        if first == last:
+            return self._cut(first, node.col_offset, end)
+        middle = self._lines[first + 1:last]
+        return "".join([self._cut(first, node.col_offset), *middle, self._cut(last, 0, end)])
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+"""A physical line with its end, split as CPython's tokenizer does (form feeds and U+2028 are not line ends)."""
+
+
+def _alias(value: ast.expr | None) -> str | None:
+    if not isinstance(value, ast.Call):
         return None
-    for arg in value.args:
-        if arg.keyword is not None and arg.keyword.value in ("alias", "validation_alias"):
-            literal = ast.literal_eval(libcst.Module([]).code_for_node(arg.value))
-            return literal if isinstance(literal, str) else None
+    for keyword in value.keywords:
+        if keyword.arg in ("alias", "validation_alias"):
+            literal = keyword.value
+            return literal.value if isinstance(literal, ast.Constant) and isinstance(literal.value, str) else None
     return None
 
 
-def _class_fields(node: libcst.ClassDef, module: libcst.Module) -> dict[str, str]:
+def _class_fields(node: ast.ClassDef, segment: _Segments, known: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Own fields after those of local base classes (reuse_model writes `class B(A): pass` for a duplicate)."""
     fields: dict[str, str] = {}
-    for line in node.body.body:
-        if not isinstance(line, libcst.SimpleStatementLine):
-            continue
-        for small in line.body:
-            if isinstance(small, libcst.AnnAssign) and isinstance(small.target, libcst.Name):
-                name = small.target.value
-                if name == "model_config":
-                    continue
-                alias = _alias(small.value)
-                wire = name if alias is None else alias
-                fields[wire] = module.code_for_node(small.annotation.annotation)
+    for base in reversed(node.bases):
+        if isinstance(base, ast.Name) and base.id in known:
+            fields.update(known[base.id])
+    for statement in node.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            name = statement.target.id
+            if name == "model_config":
+                continue
+            alias = _alias(statement.value)
+            fields[name if alias is None else alias] = segment(statement.annotation)
     return fields
 
 
@@ -289,35 +324,36 @@ class _AsciiFields(libcst.CSTTransformer):
                                   equal=libcst.AssignEqual() if small.equal is libcst.MaybeSentinel.DEFAULT else small.equal)
 
 
-def ascii_fields(module: libcst.Module) -> libcst.Module:
-    names = _CLASS_FIELD.findall(module.code)
-    return module if all(name.isascii() for name in names) else module.visit(_AsciiFields())
+def ascii_fields(code: str) -> str:
+    """`code` with every non-ASCII field name made ASCII. libcst (slow on big modules, but it keeps the source
+    exactly as written) only runs when a field name is not ASCII, which generated names from real APIs never are."""
+    if all(name.isascii() for name in _CLASS_FIELD.findall(code)):
+        return code
+    return libcst.parse_module(code).visit(_AsciiFields()).code
 
 
 _CLASS_FIELD = re.compile(r"^    ([^\s:=(#'\"]+)\s*:", re.MULTILINE)
 
 
-def analyse(module: libcst.Module) -> ModelsModule:
-    """Read a (checked) generated models module back: classes, their fields, top-level names, imports."""
+def analyse(code: str, tree: ast.Module, *, module: str = "") -> ModelsModule:
+    """Read a (checked, ASCII-field) generated models module back: classes, their fields, top-level names, imports.
+
+    `tree` is `ast.parse(code)` (from `literals.check_module`); only field annotations are cut from `code` as
+    written, so the stubs spell them exactly as the models do."""
+    segment = _Segments(code)
     fields: dict[str, dict[str, str]] = {}
     local: set[str] = set()
     imports: dict[str, tuple[str, str]] = {}
-    for statement in module.body:
-        if isinstance(statement, libcst.ClassDef):
-            local.add(statement.name.value)
-            fields[statement.name.value] = _class_fields(statement, module)
-            continue
-        if not isinstance(statement, libcst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, libcst.ImportFrom) and isinstance(small.names, Iterable) and small.module:
-                origin = module.code_for_node(small.module)
-                for alias in small.names:
-                    name = module.code_for_node(alias.name)
-                    used = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, libcst.Name) else name
-                    imports[used] = (origin, name)
-            elif isinstance(small, libcst.Assign | libcst.AnnAssign):
-                targets = [t.target for t in small.targets] if isinstance(small, libcst.Assign) else [small.target]
-                local.update(t.value for t in targets if isinstance(t, libcst.Name))
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef):
+            local.add(statement.name)
+            fields[statement.name] = _class_fields(statement, segment, fields)
+        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+            for alias in statement.names:
+                if alias.name != "*":
+                    imports[alias.asname or alias.name] = (statement.module, alias.name)
+        elif isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            local.update(t.id for t in targets if isinstance(t, ast.Name))
     imports.pop("annotations", None)
-    return ModelsModule(code=module.code, fields=fields, local_names=frozenset(local), imports=imports)
+    return ModelsModule(code=code, fields=fields, local_names=frozenset(local), imports=imports, module=module)

@@ -5,15 +5,17 @@ and model agree exactly) and rewritten for `tools.py`, where the models module i
 every name the models module imports is imported again under a leading underscore (`Any` → `_Any`). Since
 generated function and parameter names never start with an underscore, no tool or property name can shadow
 anything a stub refers to. A name the rewrite does not know makes the annotation fall back to `_Any`.
+When a big source's models are split into chunk modules (`codegen.model_chunks`), a name `models.py` does not
+re-export is spelt through its chunk, which `models.py` does export: `_models._models_3.Body12`.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import libcst
 
 from compiler.codegen.identifiers import snake_name, unique_names
 from compiler.codegen.models import ModelsModule
@@ -44,47 +46,57 @@ class Imports:
                 for alias, (module, name) in sorted(self.needed.items(), key=lambda item: (item[1], item[0]))]
 
 
-class _Rewrite(libcst.CSTTransformer):
-    def __init__(self, models: ModelsModule) -> None:
-        self.models = models
-        self.unknown = False
-        self.aliases: dict[str, tuple[str, str]] = {}
-        self._attr_names: set[int] = set()
+def _spelling(name: str, models: ModelsModule, aliases: dict[str, tuple[str, str]]) -> str | None:
+    """How tools.py spells a name the models module uses, or None when the rewrite does not know it."""
+    if name in models.local_names:
+        module = models.module
+        # A name of a split source's chunk that models.py does not re-export goes through the chunk module,
+        # which models.py exports; an import of the chunk in tools.py could not be placed where ruff wants it.
+        return f"_models.{name}" if not module or name in models.exported else f"_models.{module}.{name}"
+    if name in models.imports:
+        aliases["_" + name] = models.imports[name]
+        return "_" + name
+    return name if name in _BUILTIN_TYPES else None
 
-    def visit_Attribute(self, node: libcst.Attribute) -> bool:
-        self._attr_names.add(id(node.attr))
-        return True
 
-    def leave_Name(self, original: libcst.Name, updated: libcst.Name) -> libcst.BaseExpression:
-        if id(original) in self._attr_names:
-            return updated
-        name = original.value
-        if name in self.models.local_names:
-            return libcst.Attribute(value=libcst.Name("_models"), attr=libcst.Name(name))
-        if name in self.models.imports:
-            self.aliases["_" + name] = self.models.imports[name]
-            return libcst.Name("_" + name)
-        if name not in _BUILTIN_TYPES:
-            self.unknown = True
-        return updated
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _rewrite(annotation: str, models: ModelsModule, aliases: dict[str, tuple[str, str]]) -> str | None:
+    """Every name in the annotation respelt in place (the rest of the text stays as written), or None.
+
+    `ast` positions are UTF-8 byte columns, so the splicing is done on bytes. (This used libcst, which was
+    the slowest part of writing tools.py for a big source.)"""
+    try:
+        tree = ast.parse(annotation, mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    data = annotation.encode("utf-8")
+    line_starts = [0, *(match.end() for match in _LINE_END.finditer(data))]
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            new = _spelling(node.id, models, aliases)
+            if new is None:
+                return None
+            end_line = node.end_lineno or node.lineno
+            edits.append((line_starts[node.lineno - 1] + node.col_offset,
+                          line_starts[end_line - 1] + (node.end_col_offset or 0), new))
+    for start, stop, new in sorted(edits, reverse=True):
+        data = data[:start] + new.encode("utf-8") + data[stop:]
+    return data.decode("utf-8")
 
 
 def rewrite_annotation(annotation: str | None, models: ModelsModule, imports: Imports) -> str:
     """The annotation as `tools.py` must spell it, or `_Any` when it cannot be carried over."""
-    fallback = "_Any"
     if annotation is not None:
-        try:
-            expression = libcst.parse_expression(annotation)
-        except libcst.ParserSyntaxError:
-            expression = None
-        if expression is not None:
-            rewrite = _Rewrite(models)
-            new = expression.visit(rewrite)
-            if not rewrite.unknown and isinstance(new, libcst.BaseExpression):
-                imports.needed.update(rewrite.aliases)
-                return libcst.Module([]).code_for_node(new)
+        aliases: dict[str, tuple[str, str]] = {}
+        new = _rewrite(annotation, models, aliases)
+        if new is not None:
+            imports.needed.update(aliases)
+            return new
     imports.needed["_Any"] = ("typing", "Any")
-    return fallback
+    return "_Any"
 
 
 def _optional(annotation: str) -> str:

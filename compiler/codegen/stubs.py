@@ -12,13 +12,17 @@ Layout (under `python/` in the output folder, next to the router's `toolc_router
                             call fails or has no structured content), else the router's `ToolResult`.
     <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
                             and the source's shared definitions, generated once (`codegen.models`)
+    <package>/_models_<i>.py  only for a big source (more than `model_chunks.CHUNK_WEIGHT` bytes of schema):
+                            its models in independent chunks, generated in parallel processes; models.py then
+                            re-exports every tool model and every name defined in only one chunk, and tools.py
+                            spells the others through their chunk (`codegen.model_chunks`)
     <package>/_support.py   argument building and result checking shared by the stubs
     <package>/py.typed
 
 `<package>` is the source id in snake_case (`mcp-server-time` → `mcp_server_time`), with a trailing `_` when
 that would shadow a standard-library module or a runtime dependency. Names, literals and docstrings follow
-`codegen.identifiers` and `codegen.literals`; every module passes `literals.check_module` (libcst + compile +
-nothing runs on import) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
+`codegen.identifiers` and `codegen.literals`; every module passes `literals.check_module` (compiles, nothing
+runs on import) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
 `tools.py` are carried over (`codegen.keep`). Output is deterministic: the provenance line carries a digest of
 the input, never a time.
 """
@@ -26,6 +30,7 @@ the input, never a time.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,15 +43,8 @@ from compiler.codegen.env import render
 from compiler.codegen.identifiers import pascal_name, snake_name, unique_names
 from compiler.codegen.keep import kept_functions, merge_kept
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
-from compiler.codegen.models import (
-    ModelGenerationError,
-    ModelRequest,
-    ModelsModule,
-    analyse,
-    ascii_fields,
-    combine,
-    run_datamodel_codegen,
-)
+from compiler.codegen.model_chunks import GeneratedModels, generate_models
+from compiler.codegen.models import ModelGenerationError, ModelRequest, ModelsModule, combine
 from compiler.codegen.signatures import Imports, Param, parameters
 from compiler.diagnostics import CompilerError
 from compiler.ir import Source, Tool
@@ -67,7 +65,11 @@ FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
 """Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
 _ALLOWED_CALLS = frozenset({"model_rebuild"})
 """Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
+_KEEP_LINE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*#[^\S\r\n]*toolc:[^\S\r\n]*keep[^\S\r\n]*(?:[\r\n]|\Z)")
+"""A line that is only a `# toolc: keep` comment (`codegen.keep` looks for exactly these; the docstring of
+every generated tools.py mentions the marker, but never alone on a line)."""
 _EMPTY_MODELS = ModelsModule(code="", fields={}, local_names=frozenset(), imports={})
+_NO_MODELS = GeneratedModels(files={}, modules=(), owner={})
 
 
 @dataclass(frozen=True)
@@ -125,8 +127,9 @@ class _SourcePackage:
         except UnsafeModule as exc:
             self.build.diagnostics.error(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}", **self.where)
             return {}
-        files["models.py"] = models.code or self._empty_models()  # checked in _models()
-        out = {f"{self.package}/{name}": code.encode() for name, code in sorted(files.items())}
+        files.update(models.files or {"models.py": self._empty_models()})  # checked in _models()
+        # Every file ends with exactly one newline, whatever the generator or a carried-over edit left.
+        out = {f"{self.package}/{name}": code.rstrip("\n").encode() + b"\n" for name, code in sorted(files.items())}
         out[f"{self.package}/py.typed"] = b""
         return out
 
@@ -155,7 +158,7 @@ class _SourcePackage:
                                            tool=tool.id, pointer=pointer, **self.where)
             return {"type": "object"}
 
-    def _models(self, stubs: list[_Stub]) -> ModelsModule:
+    def _models(self, stubs: list[_Stub]) -> GeneratedModels:
         requests: list[ModelRequest] = []
         for stub in stubs:
             requests.append(ModelRequest(stub.input_key, self._bundle(stub.tool, stub.tool.input_schema, "/inputSchema"),
@@ -164,22 +167,21 @@ class _SourcePackage:
                 requests.append(ModelRequest(stub.output_key, self._bundle(stub.tool, stub.tool.output_schema,
                                                                            "/outputSchema"), stub.tool.id, "/outputSchema"))
         if not requests:
-            return _EMPTY_MODELS
+            return _NO_MODELS
         combined = combine(requests)
         for request, ref in combined.foreign_refs:
             self.build.diagnostics.warning(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
                                            pointer=request.pointer, **self.where)
         header = f"# Pydantic models for package {self.package}: generated by {__name__}, input sha256:{self.digest}."
         try:
-            code = run_datamodel_codegen(combined.schema, header=header)
-            module = check_module(code, filename=f"{self.package}/models.py", allow_calls=_ALLOWED_CALLS)
+            models = generate_models(combined.schema["$defs"], [r.key for r in requests], package=self.package,
+                                     header=header, allow_calls=_ALLOWED_CALLS)
         except (ModelGenerationError, UnsafeModule) as exc:
             self.build.diagnostics.warning(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
                                            **self.where)
-            return _EMPTY_MODELS
-        models = analyse(ascii_fields(module))
+            return _NO_MODELS
         for request in requests:
-            if request.key not in models.fields:
+            if models.for_key(request.key) is None:
                 self.build.diagnostics.warning(MODEL_MISSING, f"no model {request.key} was generated; typed as Any",
                                                tool=request.tool, pointer=request.pointer, **self.where)
         return models
@@ -195,10 +197,11 @@ class _SourcePackage:
     def _empty_models(self) -> str:
         return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
 
-    def _function(self, stub: _Stub, models: ModelsModule, imports: Imports) -> dict[str, Any]:
-        fields = models.fields.get(stub.input_key)
-        params = parameters(stub.tool.input_schema, fields, models, imports)
-        output = stub.output_key if stub.output_key in models.fields else None
+    def _function(self, stub: _Stub, models: GeneratedModels, imports: Imports) -> dict[str, Any]:
+        module = models.for_key(stub.input_key)
+        fields = module.fields[stub.input_key] if module is not None else None
+        params = parameters(stub.tool.input_schema, fields, module or _EMPTY_MODELS, imports)
+        output = stub.output_key if models.for_key(stub.output_key) is not None else None
         return {
             "name": stub.name,
             "tool_id": stub.tool.id,
@@ -209,7 +212,7 @@ class _SourcePackage:
             "returns": f"_models.{output}" if output else "ToolResult",
         }
 
-    def _tools_module(self, stubs: list[_Stub], models: ModelsModule) -> str:
+    def _tools_module(self, stubs: list[_Stub], models: GeneratedModels) -> str:
         imports = Imports()
         functions = [self._function(stub, models, imports) for stub in stubs]
         return render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
@@ -224,7 +227,10 @@ class _SourcePackage:
         if previous is None:
             return ()
         try:
-            kept = kept_functions(previous.decode("utf-8"))
+            text = previous.decode("utf-8")
+            if not _KEEP_LINE.search(text):  # no marker: skip libcst, seconds on a big tools.py
+                return ()
+            kept = kept_functions(text)
         except (UnicodeDecodeError, libcst.ParserSyntaxError) as exc:
             self.build.diagnostics.error(
                 KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "

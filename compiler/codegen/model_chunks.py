@@ -1,0 +1,259 @@
+"""datamodel-code-generator over one source's combined schema: duplicate tool models folded, big sources split
+into independent chunks that run in parallel processes.
+
+The generator is single-threaded and its time grows faster than the number of definitions (GitHub: 2,747
+definitions took ~21 s in one run; folded and split into chunks, the same work takes about 12 s serially, and
+about half of that on two cores). So:
+
+1. A tool model (`<Tool>Input`/`<Tool>Output`) whose schema is the same JSON as an earlier tool model's (by
+   name), and that nothing refers to, is not generated again: its chunk gets `class Dup(Canonical): pass`,
+   which is what the generator's `reuse_model` writes for it anyway (GitHub: 972 of 2,747 definitions).
+2. The other definitions are grouped into connected components of the `$ref` graph, and the components are
+   packed into ceil(total / CHUNK_WEIGHT) chunks by bytes of schema JSON (largest first, into the lightest
+   chunk, ties by name). No `$ref` crosses a chunk, so each chunk is a self-contained generator run. The split
+   depends only on the schema, never on the machine: the output is the same bytes whatever the number of cores.
+3. Chunks run in a process pool (one process per core, at most one per chunk; in this process when there is
+   one chunk or one core), largest first; results are taken in chunk order. Each worker also checks and reads
+   back its module (`check_module`, `analyse`), so that work is parallel too.
+
+Layout: a source with one chunk has everything in `models.py`. A split source has one `_models_<i>.py` per
+chunk (`i` zero-padded to the same width) and a `models.py` that re-exports every tool model and every other
+name defined in exactly one chunk, plus the chunk modules themselves. Inline models get names per generator
+run (`Body12`), so one name can mean different classes in two chunks; tools.py spells those through their
+chunk (`_models._models_3.Body12`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import multiprocessing
+import multiprocessing.context
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from typing import Any
+
+from compiler.codegen.identifiers import is_safe_identifier
+from compiler.codegen.literals import check_module
+from compiler.codegen.models import (
+    ModelGenerationError,
+    ModelsModule,
+    analyse,
+    ascii_fields,
+    ref_target,
+    run_datamodel_codegen,
+)
+
+CHUNK_WEIGHT = 250_000
+"""Bytes of compact schema JSON per chunk. Part of the output's definition (it decides the module layout), so
+changing it changes generated code; GitHub's 1.47 MB (after folding) gives 6 chunks."""
+
+_REF = re.compile(r'"\$ref":"((?:[^"\\]|\\.)*)"')
+"""A `$ref` in compact JSON text. Also matches `$ref`-shaped data inside `examples` or `const`, which can
+only merge two components that could have been apart (never split ones that must stay together)."""
+
+
+@dataclass(frozen=True)
+class _Job:
+    filename: str
+    module: str
+    """`_models_<i>` for a chunk of a split source, empty for `models.py`."""
+    schema: dict[str, Any]
+    header: str
+    subclasses: tuple[tuple[str, str], ...]
+    """(folded duplicate, its canonical model) pairs whose canonical model is in this chunk."""
+    allow_calls: frozenset[str]
+    weight: int
+
+
+@dataclass(frozen=True)
+class GeneratedModels:
+    files: Mapping[str, str]
+    """Module file name in the package (`models.py`, `_models_0.py`, …) → code."""
+    modules: tuple[ModelsModule, ...]
+    owner: Mapping[str, int]
+    """Tool model key → index in `modules` of the module that defines it."""
+
+    def for_key(self, key: str | None) -> ModelsModule | None:
+        """The module whose class `key` was generated, or None when there is none."""
+        index = self.owner.get(key) if key is not None else None
+        module = self.modules[index] if index is not None else None
+        return module if module is not None and key in module.fields else None
+
+
+def _ref_name(encoded: str) -> str | None:
+    target = ref_target(json.loads(f'"{encoded}"'))
+    return target[0] if target else None
+
+
+def _fold(table: Mapping[str, Any], keys: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(compact JSON of each definition still to generate, folded duplicate → its canonical model)."""
+    texts = {name: json.dumps(schema, separators=(",", ":"), ensure_ascii=False) for name, schema in table.items()}
+    referenced = {name for text in texts.values() for raw in _REF.findall(text) if (name := _ref_name(raw))}
+    canonical: dict[str, str] = {}
+    folded: dict[str, str] = {}
+    for key in sorted(set(keys)):
+        if key in texts and key not in referenced:
+            first = canonical.setdefault(texts[key], key)
+            if first != key:
+                folded[key] = first
+    return {name: text for name, text in texts.items() if name not in folded}, folded
+
+
+def _components(texts: Mapping[str, str]) -> list[list[str]]:
+    """Connected components of the `$ref` graph (edges either way), each sorted, in no particular order."""
+    parent = {name: name for name in texts}
+
+    def find(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for name, text in texts.items():
+        for raw in _REF.findall(text):
+            target = _ref_name(raw)
+            if target in parent:
+                parent[find(name)] = find(target)
+    groups: dict[str, list[str]] = {}
+    for name in sorted(texts):
+        groups.setdefault(find(name), []).append(name)
+    return list(groups.values())
+
+
+def _chunks(texts: Mapping[str, str]) -> list[list[str]]:
+    weight = {name: len(text) for name, text in texts.items()}
+    components = sorted(_components(texts), key=lambda c: (-sum(weight[n] for n in c), c[0]))
+    count = max(1, min(len(components), math.ceil(sum(weight.values()) / CHUNK_WEIGHT)))
+    chunks: list[list[str]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for component in components:
+        lightest = loads.index(min(loads))
+        chunks[lightest].extend(component)
+        loads[lightest] += sum(weight[n] for n in component)
+    return [sorted(chunk) for chunk in chunks if chunk]
+
+
+def _run(job: _Job) -> ModelsModule:
+    """One chunk, start to finish: generate, check, read back, then add the folded duplicates.
+
+    The `class Dup(Canonical): pass` lines are written here from two names that are safe identifiers (checked),
+    with the canonical one a class of the checked module and the duplicate not yet defined in it; otherwise the
+    duplicate gets no model (the stubs report TC602 and type it as Any)."""
+    code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header))
+    tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
+    models = analyse(code, tree, module=job.module)
+    classes = {statement.name for statement in tree.body if isinstance(statement, ast.ClassDef)}
+    pairs = [(dup, canon) for dup, canon in job.subclasses
+             if canon in classes and dup not in models.local_names and is_safe_identifier(dup)]
+    if not pairs:
+        return models
+    extra = "".join(f"\n\nclass {dup}({canon}):\n    pass\n" for dup, canon in pairs)
+    fields = {**models.fields, **{dup: models.fields[canon] for dup, canon in pairs}}
+    return replace(models, code=code + extra, fields=fields,
+                   local_names=models.local_names | {dup for dup, _ in pairs})
+
+
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork starts a worker with the compiler already imported, but is only safe while this process has one
+    thread (a live MCP source may leave threads behind); spawn otherwise."""
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+_WARM_UP = {"$defs": {"Warm": {"type": "object", "properties": {"kind": {"enum": ["a"]}}, "required": ["kind"]}}}
+
+
+def _warm_up() -> None:
+    """Load the generator here, once, for the forked workers to share: importing it and the modules its first
+    run loads lazily takes ~1 s, which each worker would otherwise pay. The same wall time on idle cores, one
+    second of CPU less per worker on a loaded machine."""
+    run_datamodel_codegen(_WARM_UP, header="# warm-up")
+
+
+def _run_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
+    workers = min(len(jobs), _cores())
+    if workers <= 1:
+        return [_run(job) for job in jobs]
+    context = _context()
+    if context.get_start_method() == "fork":
+        _warm_up()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
+        futures = {i: pool.submit(_run, jobs[i]) for i in sorted(range(len(jobs)), key=lambda i: -jobs[i].weight)}
+        return [futures[i].result() for i in range(len(jobs))]
+    except BrokenProcessPool as exc:  # a worker died (out of memory, killed): no models rather than no build
+        raise ModelGenerationError(f"a model generator process died: {exc}") from exc
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _facade(header: str, modules: Sequence[ModelsModule], exported: Sequence[Sequence[str]]) -> str:
+    """`from . import <chunks>`, the chunks in `__all__` (so mypy --strict lets tools.py write
+    `_models._models_3.Body12`), then `Name = _models_3.Name` per re-exported name. Assignments rather than
+    `from ._models_3 import Name as Name`: ruff's defaults flag the redundant alias and want import lists in
+    its own name order."""
+    chunks = [module.module for module in modules]
+    lines = [header, "", "from __future__ import annotations", "", "from . import (", *(f"    {c}," for c in chunks),
+             ")", "", "__all__ = [", *(f"    {c!r}," for c in chunks), "]", ""]
+    pairs = sorted((name, module.module) for module, names in zip(modules, exported, strict=True) for name in names)
+    lines += [f"{name} = {chunk}.{name}" for name, chunk in pairs]
+    return "\n".join(lines) + "\n"
+
+
+def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: str, header: str,
+                    allow_calls: frozenset[str]) -> GeneratedModels:
+    """Models for a combined `$defs` table (`models.combine`) whose tool models are named by `keys`.
+
+    Raises ModelGenerationError or UnsafeModule (from any chunk: a source gets all its models or none)."""
+    texts, folded = _fold(table, keys)
+    chunks = _chunks(texts)
+    split = len(chunks) > 1
+    width = len(str(len(chunks) - 1))  # `_models_03`: name order and ruff's natural order agree
+    home = {name: index for index, chunk in enumerate(chunks) for name in chunk}
+    jobs = []
+    for index, chunk in enumerate(chunks):
+        module = f"_models_{index:0{width}d}" if split else ""
+        subclasses = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
+        jobs.append(_Job(
+            filename=f"{package}/{module or 'models'}.py", module=module,
+            schema={"$defs": {name: table[name] for name in chunk}},
+            header=header if not split else f"{header}\n# Chunk {index} of {len(chunks)}; models.py re-exports it.",
+            subclasses=subclasses, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk)))
+    modules = _run_all(jobs)
+    owner = {key: home[folded.get(key, key)] for key in keys if folded.get(key, key) in home}
+    if not split:
+        return GeneratedModels(files={"models.py": modules[0].code}, modules=tuple(modules), owner=owner)
+    return _split_layout(modules, owner, header=header, package=package, allow_calls=allow_calls)
+
+
+def _split_layout(modules: Sequence[ModelsModule], owner: Mapping[str, int], *, header: str, package: str,
+                  allow_calls: frozenset[str]) -> GeneratedModels:
+    defined: dict[str, int] = {}
+    for module in modules:
+        for name in module.local_names:
+            defined[name] = defined.get(name, 0) + 1
+    exported: list[list[str]] = []
+    for index, module in enumerate(modules):
+        tool_models = {key for key, home in owner.items() if home == index and key in module.local_names}
+        unique = {name for name, count in defined.items()  # never `_…` (chunk modules, `__all__`) or `annotations`
+                  if count == 1 and name in module.local_names and name not in owner
+                  and not name.startswith("_") and name != "annotations"}
+        exported.append(sorted(tool_models | unique))
+    modules = [replace(module, exported=frozenset(names)) for module, names in zip(modules, exported, strict=True)]
+    facade = _facade(header, modules, exported)
+    check_module(facade, filename=f"{package}/models.py", allow_calls=allow_calls)
+    files = {"models.py": facade, **{f"{module.module}.py": module.code for module in modules}}
+    return GeneratedModels(files=files, modules=tuple(modules), owner=owner)
