@@ -117,6 +117,8 @@ class PolicyConfig(_Strict):
 
 class Config(_Strict):
     root: Path = Path(".")
+    name: str = "toolc project"
+    """Shown in generated code; never taken from the folder name, so a checkout compiles the same anywhere."""
     output: str = "generated"
     openapi: tuple[OpenApiConfig, ...] = ()
     recordings: tuple[RecordingConfig, ...] = ()

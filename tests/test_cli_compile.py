@@ -128,3 +128,19 @@ def test_default_project_is_deterministic_and_matches_the_golden_record(tmp_path
     committed = read_tree(ROOT / "generated")
     stale = sorted(p for p in first.keys() | committed.keys() if first.get(p) != committed.get(p))
     assert not stale, f"generated/ is stale; run `toolc compile` and commit: {stale[:10]}"
+
+
+def test_output_does_not_depend_on_where_the_project_lives(tmp_path: Path) -> None:
+    """A clone in another folder compiles to the same bytes (no folder names, no absolute paths)."""
+    elsewhere = tmp_path / "somewhere-else"
+    for relative in ("toolc.yaml", "fixtures/mcp", "fixtures/openapi/params.yaml",
+                     "fixtures/corpus/oai-examples/v3.0/petstore-expanded.yaml"):
+        source, target = ROOT / relative, elsewhere / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy(source, target)
+    subprocess.run([sys.executable, "-m", "compiler", "compile", "-c", str(elsewhere / "toolc.yaml")],
+                   check=True, capture_output=True, cwd=tmp_path)
+    assert read_tree(elsewhere / "generated") == read_tree(ROOT / "generated")

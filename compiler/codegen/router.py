@@ -45,7 +45,7 @@ def router_context(build: Build) -> dict[str, object]:
     recording_only_servers(tools, servers, build.diagnostics)
     apis = api_rows(build, tools)
     return {
-        "project": build.config.root.name or "toolc project",
+        "project": build.config.name,
         "policy": policy_table(build.config.policy, build.diagnostics),
         "servers": servers,
         "apis": apis,
