@@ -26,6 +26,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import libcst
@@ -181,6 +182,10 @@ class ModelGenerationError(RuntimeError):
     """datamodel-code-generator failed or returned something that is not one module."""
 
 
+# Formatter settings of our own, so the output never depends on the current directory's pyproject.toml.
+FORMATTER_SETTINGS = Path(__file__).resolve().parent / "formatter_settings"
+
+
 def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str) -> str:
     from datamodel_code_generator import generate
     from datamodel_code_generator.enums import DataModelType, InputFileType
@@ -205,6 +210,8 @@ def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str) -> str:
                 treat_dot_as_module=False,
                 keep_model_order=True,
                 type_mappings=_plain_formats(),
+                settings_path=FORMATTER_SETTINGS,
+                builtin_format_line_length=88,
             )
     except Exception as exc:  # the library raises many unrelated types; all mean "no models for this source"
         raise ModelGenerationError(f"{type(exc).__name__}: {exc}") from exc

@@ -15,7 +15,9 @@ class GetAnnotatedMessageInput(BaseModel):
     messageType: Literal['error', 'success', 'debug'] = Field(
         ..., description='Type of message to demonstrate different annotation patterns'
     )
-    includeImage: bool | None = Field(None, description='Whether to include an example image')
+    includeImage: bool | None = Field(
+        None, description='Whether to include an example image'
+    )
 
 
 class GetEnvInput(BaseModel):
@@ -30,11 +32,15 @@ class GetResourceLinksInput(BaseModel):
 
 class GetResourceReferenceInput(BaseModel):
     resourceType: Literal['Text', 'Blob'] | None = None
-    resourceId: float | None = Field(None, description='ID of the text resource to fetch')
+    resourceId: float | None = Field(
+        None, description='ID of the text resource to fetch'
+    )
 
 
 class GetStructuredContentInput(BaseModel):
-    location: Literal['New York', 'Chicago', 'Los Angeles'] = Field(..., description='Choose city')
+    location: Literal['New York', 'Chicago', 'Los Angeles'] = Field(
+        ..., description='Choose city'
+    )
 
 
 class GetStructuredContentOutput(BaseModel):
@@ -53,7 +59,9 @@ class GetSumInput(BaseModel):
 
 class GzipFileAsResourceInput(BaseModel):
     name: str | None = Field(None, description='Name of the output file')
-    data: str | None = Field(None, description='URL or data URI of the file content to compress')
+    data: str | None = Field(
+        None, description='URL or data URI of the file content to compress'
+    )
     outputType: Literal['resourceLink', 'resource'] | None = Field(
         None,
         description="How the resulting gzipped file should be returned. 'resourceLink' returns a link to a resource that can be read later, 'resource' returns a full resource object.",
@@ -73,7 +81,9 @@ class SimulateResearchQueryInput(BaseModel):
 
 
 class TriggerLongRunningOperationInput(BaseModel):
-    duration: float | None = Field(None, description='Duration of the operation in seconds')
+    duration: float | None = Field(
+        None, description='Duration of the operation in seconds'
+    )
     steps: float | None = Field(None, description='Number of steps in the operation')
 
 class GetTinyImageInput(GetEnvInput):

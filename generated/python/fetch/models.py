@@ -10,7 +10,11 @@ from pydantic import BaseModel, Field, RootModel
 class FetchInput(BaseModel):
     url: str = Field(..., description='URL to fetch', min_length=1, title='Url')
     max_length: int | None = Field(
-        None, description='Maximum number of characters to return.', ge=1, le=999999, title='Max Length'
+        None,
+        description='Maximum number of characters to return.',
+        ge=1,
+        le=999999,
+        title='Max Length',
     )
     start_index: int | None = Field(
         None,

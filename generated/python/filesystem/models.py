@@ -48,7 +48,9 @@ class Edit(BaseModel):
 class EditFileInput(BaseModel):
     path: str
     edits: list[Edit]
-    dryRun: bool | None = Field(None, description='Preview changes using git-style diff format')
+    dryRun: bool | None = Field(
+        None, description='Preview changes using git-style diff format'
+    )
 
 
 class ListAllowedDirectoriesInput(BaseModel):
@@ -57,7 +59,9 @@ class ListAllowedDirectoriesInput(BaseModel):
 
 class ListDirectoryWithSizesInput(BaseModel):
     path: str
-    sortBy: Literal['name', 'size'] | None = Field(None, description='Sort entries by name or size')
+    sortBy: Literal['name', 'size'] | None = Field(
+        None, description='Sort entries by name or size'
+    )
 
 
 class Model(RootModel[Any]):
@@ -71,8 +75,12 @@ class MoveFileInput(BaseModel):
 
 class ReadFileInput(BaseModel):
     path: str
-    tail: float | None = Field(None, description='If provided, returns only the last N lines of the file')
-    head: float | None = Field(None, description='If provided, returns only the first N lines of the file')
+    tail: float | None = Field(
+        None, description='If provided, returns only the last N lines of the file'
+    )
+    head: float | None = Field(
+        None, description='If provided, returns only the first N lines of the file'
+    )
 
 
 class ReadMediaFileOutput(BaseModel):

@@ -13,7 +13,9 @@ class GitAddInput(BaseModel):
 
 
 class GitBranchInput(BaseModel):
-    repo_path: str = Field(..., description='The path to the Git repository.', title='Repo Path')
+    repo_path: str = Field(
+        ..., description='The path to the Git repository.', title='Repo Path'
+    )
     branch_type: str = Field(
         ...,
         description="Whether to list local branches ('local'), remote branches ('remote') or all branches('all').",

@@ -41,7 +41,9 @@ class CreateRelationsOutput(BaseModel):
 
 
 class DeleteEntitiesInput(BaseModel):
-    entityNames: list[str] = Field(..., description='An array of entity names to delete')
+    entityNames: list[str] = Field(
+        ..., description='An array of entity names to delete'
+    )
 
 
 class DeleteEntitiesOutput(BaseModel):
@@ -57,12 +59,18 @@ class DeleteObservationsInput(BaseModel):
 
 
 class DeleteRelationsInput(BaseModel):
-    relations: list[Relation2] = Field(..., description='An array of relations to delete')
+    relations: list[Relation2] = Field(
+        ..., description='An array of relations to delete'
+    )
 
 
 class Deletion(BaseModel):
-    entityName: str = Field(..., description='The name of the entity containing the observations')
-    observations: list[str] = Field(..., description='An array of observations to delete')
+    entityName: str = Field(
+        ..., description='The name of the entity containing the observations'
+    )
+    observations: list[str] = Field(
+        ..., description='An array of observations to delete'
+    )
 
 
 class Entity(BaseModel):
@@ -89,8 +97,12 @@ class Model(RootModel[Any]):
 
 
 class Observation(BaseModel):
-    entityName: str = Field(..., description='The name of the entity to add the observations to')
-    contents: list[str] = Field(..., description='An array of observation contents to add')
+    entityName: str = Field(
+        ..., description='The name of the entity to add the observations to'
+    )
+    contents: list[str] = Field(
+        ..., description='An array of observation contents to add'
+    )
 
 
 class OpenNodesInput(BaseModel):
@@ -110,7 +122,11 @@ class ReadGraphInput(BaseModel):
 
 
 class Relation(BaseModel):
-    from_: str = Field(..., alias='from', description='The name of the entity where the relation starts')
+    from_: str = Field(
+        ...,
+        alias='from',
+        description='The name of the entity where the relation starts',
+    )
     to: str = Field(..., description='The name of the entity where the relation ends')
     relationType: str = Field(..., description='The type of the relation')
 
@@ -119,7 +135,11 @@ class Relation1(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    from_: str = Field(..., alias='from', description='The name of the entity where the relation starts')
+    from_: str = Field(
+        ...,
+        alias='from',
+        description='The name of the entity where the relation starts',
+    )
     to: str = Field(..., description='The name of the entity where the relation ends')
     relationType: str = Field(..., description='The type of the relation')
 
@@ -142,7 +162,8 @@ class Result(BaseModel):
 
 class SearchNodesInput(BaseModel):
     query: str = Field(
-        ..., description='The search query to match against entity names, types, and observation content'
+        ...,
+        description='The search query to match against entity names, types, and observation content',
     )
 
 class DeleteObservationsOutput(DeleteEntitiesOutput):

@@ -27,7 +27,9 @@ class GetPetInput(BaseModel):
         extra='forbid',
     )
     id: int = Field(..., description="The pet's id")
-    X_Trace_Id: str | None = Field(None, alias='X-Trace-Id', description='Correlation id echoed in logs')
+    X_Trace_Id: str | None = Field(
+        None, alias='X-Trace-Id', description='Correlation id echoed in logs'
+    )
 
 
 class ListPetsInput(BaseModel):
@@ -83,7 +85,9 @@ class UpdatePetInput(BaseModel):
         extra='forbid',
     )
     id_path: int = Field(..., description="The pet's id")
-    X_Trace_Id: str | None = Field(None, alias='X-Trace-Id', description='Correlation id echoed in logs')
+    X_Trace_Id: str | None = Field(
+        None, alias='X-Trace-Id', description='Correlation id echoed in logs'
+    )
     dryRun: bool | None = None
     tags: list[str] | None = None
     session: str

@@ -13,9 +13,14 @@ class Model(RootModel[Any]):
 
 class SequentialthinkingInput(BaseModel):
     thought: str = Field(..., description='Your current thinking step')
-    nextThoughtNeeded: bool | str = Field(..., description='Whether another thought step is needed')
+    nextThoughtNeeded: bool | str = Field(
+        ..., description='Whether another thought step is needed'
+    )
     thoughtNumber: int = Field(
-        ..., description='Current thought number (numeric value, e.g., 1, 2, 3)', ge=1, le=9007199254740991
+        ...,
+        description='Current thought number (numeric value, e.g., 1, 2, 3)',
+        ge=1,
+        le=9007199254740991,
     )
     totalThoughts: int = Field(
         ...,
@@ -23,15 +28,22 @@ class SequentialthinkingInput(BaseModel):
         ge=1,
         le=9007199254740991,
     )
-    isRevision: bool | str | None = Field(None, description='Whether this revises previous thinking')
+    isRevision: bool | str | None = Field(
+        None, description='Whether this revises previous thinking'
+    )
     revisesThought: int | None = Field(
-        None, description='Which thought is being reconsidered', ge=1, le=9007199254740991
+        None,
+        description='Which thought is being reconsidered',
+        ge=1,
+        le=9007199254740991,
     )
     branchFromThought: int | None = Field(
         None, description='Branching point thought number', ge=1, le=9007199254740991
     )
     branchId: str | None = Field(None, description='Branch identifier')
-    needsMoreThoughts: bool | str | None = Field(None, description='If more thoughts are needed')
+    needsMoreThoughts: bool | str | None = Field(
+        None, description='If more thoughts are needed'
+    )
 
 
 class SequentialthinkingOutput(BaseModel):

@@ -13,7 +13,9 @@ class ConvertTimeInput(BaseModel):
         description="Source IANA timezone name (e.g., 'America/New_York', 'Europe/London'). Use 'UTC' as local timezone if no source timezone provided by the user.",
         title='Source Timezone',
     )
-    time: str = Field(..., description='Time to convert in 24-hour format (HH:MM)', title='Time')
+    time: str = Field(
+        ..., description='Time to convert in 24-hour format (HH:MM)', title='Time'
+    )
     target_timezone: str = Field(
         ...,
         description="Target IANA timezone name (e.g., 'Asia/Tokyo', 'America/San_Francisco'). Use 'UTC' as local timezone if no target timezone provided by the user.",
