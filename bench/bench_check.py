@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import precompile
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 GITHUB = ROOT / "fixtures" / "corpus" / "openapi" / "github.json"
@@ -42,6 +44,7 @@ def _in_process(project: Path) -> tuple[float, float]:
 
 
 def main() -> None:
+    precompile()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", choices=("all", "none"), default="all",

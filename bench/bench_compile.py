@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import PYTHON, ROOT, measure, peer_venv, print_table
+from harness import PYTHON, ROOT, measure, peer_venv, precompile, print_table
 
 INPUTS = {
     "github": ROOT / "fixtures/corpus/openapi/github.json",
@@ -22,6 +22,7 @@ INPUTS = {
 
 
 def main() -> None:
+    precompile()
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="none", help="toolc --target value; 'none' = catalog only")

@@ -24,6 +24,8 @@ import tempfile
 import venv
 from pathlib import Path
 
+from harness import precompile
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLC = ROOT / ".venv" / "bin" / "toolc"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -153,6 +155,7 @@ def bench_fastmcp(spec: Path, runs: int) -> dict[str, float | bool | str]:
 
 
 def main() -> None:
+    precompile()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--peer-runs", type=int, default=1)

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import precompile
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -83,6 +85,7 @@ def peer(name: str, document: Path, out: Path) -> dict[str, object]:
 
 
 def main() -> None:
+    precompile()
     parser = argparse.ArgumentParser()
     parser.add_argument("document", nargs="?", default=str(ROOT / "fixtures/corpus/openapi/github.json"))
     parser.add_argument("--peers", action="store_true")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.build import Build
+from compiler.codegen.env import render
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog
@@ -65,7 +66,10 @@ async def call_tool(tool_id: str, arguments: dict[str, Any], *, context: Invocat
 
 
 def router_files(build: Build) -> dict[str, bytes]:
-    """The real router package when the router generator is there, else a contract-shaped shim."""
+    """The real router package when the router generator is there, else a contract-shaped shim.
+
+    The shim still carries the real `toolc_router/stubs.py` (the stubs' support code), which needs only the
+    contract the shim provides."""
     try:
         from compiler.codegen.router import generate_router
 
@@ -74,7 +78,8 @@ def router_files(build: Build) -> dict[str, bytes]:
         files = {}
     if "toolc_router/__init__.py" in files:
         return files
-    return {"toolc_router/__init__.py": _SHIM.encode(), "toolc_router/py.typed": b""}
+    return {"toolc_router/__init__.py": _SHIM.encode(), "toolc_router/stubs.py": render("router/stubs.py.jinja").encode(),
+            "toolc_router/py.typed": b""}
 
 
 def write_files(folder: Path, files: dict[str, bytes]) -> None:
@@ -98,7 +103,7 @@ def tool(binary: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]
 CALL_DRIVER = '''
 import ast, asyncio, importlib, inspect, json, types
 package = importlib.import_module({package!r})
-support = importlib.import_module({package!r} + "._support")
+support = importlib.import_module("toolc_router.stubs")
 calls = []
 
 async def fake_call_tool(tool_id, arguments, *, context=None):

@@ -60,7 +60,7 @@ def _top_level_is_inert(node: ast.stmt) -> bool:
 def test_every_module_compiles_and_is_inert(generated: tuple[Path, dict[str, bytes]]) -> None:
     _, files = generated
     modules = {path: content for path, content in files.items() if path.endswith(".py")}
-    assert sorted(modules) == [f"{PACKAGE}/{m}" for m in ("__init__.py", "_support.py", "models.py", "tools.py")]
+    assert sorted(modules) == [f"{PACKAGE}/{m}" for m in ("__init__.py", "models.py", "tools.py")]
     for path, content in modules.items():
         tree = ast.parse(content, filename=path)
         compile(tree, path, "exec")

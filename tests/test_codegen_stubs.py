@@ -41,7 +41,9 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_one_package_per_source(generated: Path) -> None:
     for package in PACKAGES:
         assert sorted(p.name for p in (generated / package).iterdir()) == [
-            "__init__.py", "_support.py", "models.py", "py.typed", "tools.py"]
+            "__init__.py", "models.py", "py.typed", "tools.py"]
+    # The support code the stubs share lives once, in the router package.
+    assert (generated / "toolc_router" / "stubs.py").is_file()
 
 
 def test_ruff_passes(generated: Path) -> None:

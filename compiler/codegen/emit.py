@@ -1,8 +1,10 @@
 """The codegen emitter: typed stubs per source (`codegen.stubs`) and the router package (`codegen.router`),
 all under `python/` in the output folder. Layout:
 
-    python/toolc_router/          the generated, policy-checked router (one per project)
-    python/<source_package>/      one package per source: models.py (pydantic v2), tools.py (async stubs)
+    python/toolc_router/          the generated, policy-checked router (one per project); its `stubs.py` is
+                                  the runtime support every source package's stubs share
+    python/<source_package>/      one package per source: models.py (pydantic v2), tools.py (async stubs);
+                                  needs `toolc_router` next to it
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
 
 The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
-servers, HTTP APIs, policy, provider name maps), written as Python literals. Generated code imports the `mcp`
+servers, HTTP APIs, policy, provider name maps), written as Python literals. `stubs.py` is the runtime support
+of the typed stubs (`codegen.stubs`), one copy for every source package. Generated code imports the `mcp`
 SDK and httpx2, never `compiler`. See `router_tables` and `router_names` for what is baked and its diagnostics.
 """
 
@@ -35,6 +36,7 @@ MODULES = (
     "policy.py",
     "providers.py",
     "router.py",
+    "stubs.py",
 )
 
 

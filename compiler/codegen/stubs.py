@@ -16,8 +16,16 @@ Layout (under `python/` in the output folder, next to the router's `toolc_router
                             its models in independent chunks, generated in parallel processes; models.py then
                             re-exports every tool model and every name defined in only one chunk, and tools.py
                             spells the others through their chunk (`codegen.model_chunks`)
-    <package>/_support.py   argument building and result checking shared by the stubs
     <package>/py.typed
+
+The argument building and result checking the stubs share is one module of the router package,
+`toolc_router/stubs.py` (rendered by `codegen.router`), not a copy per source package. tools.py imports it as
+`_support` (the name `# toolc: keep` functions from older versions already use) and imports
+`InvocationContext`/`ToolResult` from it at run time, not under `if TYPE_CHECKING:`: that block can hold
+third-party imports from the models (pydantic), and ruff's isort would then order it differently depending on
+whether it classifies `toolc_router` as first- or third-party (it does, by the folder ruff runs in). At the
+top level `toolc_router` is the only import between the standard library and the package's own, so its
+section is the same either way.
 
 `<package>` is the source id in snake_case (`mcp-server-time` → `mcp_server_time`), with a trailing `_` when
 that would shadow a standard-library module or a runtime dependency. Names, literals and docstrings follow
@@ -113,10 +121,7 @@ class _SourcePackage:
     def generate(self) -> dict[str, bytes]:
         stubs = self._stubs()
         models = self._models(stubs)
-        files = {
-            "tools.py": self._tools_module(stubs, models),
-            "_support.py": render("stubs/_support.py.jinja", docstring=self._docstring("Runtime helpers for")),
-        }
+        files = {"tools.py": self._tools_module(stubs, models)}
         orphans = self._carry_over(files)
         if orphans is None:
             return {}

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _support
+from toolc_router import stubs as _support
+from toolc_router.stubs import InvocationContext, ToolResult
+
 from . import models as _models
 
 if TYPE_CHECKING:
     from typing import Literal as _Literal
-
-    from ._support import InvocationContext, ToolResult
 
 
 async def echo(
