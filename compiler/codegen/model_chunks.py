@@ -28,11 +28,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-import multiprocessing
-import multiprocessing.context
-import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -49,6 +45,7 @@ from compiler.codegen.models import (
     ref_target,
     run_datamodel_codegen,
 )
+from compiler.parallel import cores, start_context
 
 CHUNK_WEIGHT = 250_000
 """Bytes of compact schema JSON per chunk. Part of the output's definition (it decides the module layout), so
@@ -160,19 +157,6 @@ def _run(job: _Job) -> ModelsModule:
                    local_names=models.local_names | {dup for dup, _ in pairs})
 
 
-def _cores() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    """fork starts a worker with the compiler already imported, but is only safe while this process has one
-    thread (a live MCP source may leave threads behind); spawn otherwise."""
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 _WARM_UP = {"$defs": {"Warm": {"type": "object", "properties": {"kind": {"enum": ["a"]}}, "required": ["kind"]}}}
 
 
@@ -184,10 +168,10 @@ def _warm_up() -> None:
 
 
 def _run_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
-    workers = min(len(jobs), _cores())
+    workers = min(len(jobs), cores())
     if workers <= 1:
         return [_run(job) for job in jobs]
-    context = _context()
+    context = start_context()
     if context.get_start_method() == "fork":
         _warm_up()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)

@@ -9,10 +9,16 @@ with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from compiler.build import Build
+from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
+from compiler.parallel import can_fork, cores, start_context
 from compiler.providers.lower import TargetResult, lower_target
 from compiler.serialize import canonical_json, compact_json
 
@@ -40,18 +46,81 @@ def _summary(result: TargetResult, tools: list[JsonObject], emitted: bytes) -> d
     }
 
 
-def emit_providers(build: Build) -> None:
-    providers = build.artifacts.setdefault("providers", {})
-    targets = build.artifacts.setdefault("report", {}).setdefault("targets", {})
+@dataclass(frozen=True)
+class _Emitted:
+    """One target's output, as bytes and values that cross a process boundary cheaply."""
+
+    target: str
+    tool_ids: list[str]
+    """In the order of the definitions in `tools_json`."""
+    tools_json: bytes
+    names_json: bytes
+    summary: dict[str, Any]
+    diagnostics: list[Diagnostic]
+
+
+# Lowering 1,000+ tools takes ~0.3 s per target: targets are independent, so a big catalog lowers on every core.
+# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group.
+PARALLEL_MIN_TOOLS = 300
+_forked: Build | None = None
+"""The build a forked worker reads (inherited from the parent's memory, never pickled)."""
+
+
+def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
+    build = _forked
+    assert build is not None
     shared: dict[tuple[str, ...], object] = {}
-    for target in build.targets:
+    emitted: list[_Emitted] = []
+    for target in targets:
+        before = len(build.diagnostics)
         result = lower_target(build.catalog, build.resolver, target, build.config, shared)
-        build.diagnostics.extend(result.diagnostics)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         tools = tools_array(target, [item.definition for item in ordered])
-        name_map = result.name_map()
-        emitted = canonical_json(tools)
-        build.add_file(f"schemas/{target}.json", emitted)
-        build.add_file(f"schemas/{target}.names.json", canonical_json(name_map))
-        providers[target] = {"tools": {item.tool.id: item.definition for item in ordered}, "names": name_map}
-        targets[target] = _summary(result, tools, emitted)
+        tools_json = canonical_json(tools)
+        # The resolver reports into the build's sink: take what this target added along with the lowering's own.
+        found = [*build.diagnostics.items[before:], *result.diagnostics]
+        del build.diagnostics.items[before:]
+        emitted.append(_Emitted(target, [item.tool.id for item in ordered], tools_json, canonical_json(result.name_map()),
+                                _summary(result, tools, tools_json), found))
+    return emitted
+
+
+def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
+    openai = tuple(t for t in targets if t.startswith("openai-"))
+    return [group for group in (openai, *((t,) for t in targets if t not in openai)) if group]
+
+
+def _lower_all(build: Build) -> list[_Emitted]:
+    global _forked
+    _forked = build
+    try:
+        groups = _groups(build.targets)
+        workers = min(len(groups), cores())
+        if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():
+            return [item for group in groups for item in _lower_group(group)]
+        with ProcessPoolExecutor(max_workers=workers, mp_context=start_context()) as pool:
+            results = list(pool.map(_lower_group, groups))
+        return [item for group in results for item in group]
+    finally:
+        _forked = None
+
+
+def emit_providers(build: Build) -> None:
+    providers = build.artifacts.setdefault("providers", {})
+    summaries = build.artifacts.setdefault("report", {}).setdefault("targets", {})
+    by_target = {item.target: item for item in _lower_all(build)}
+    seen: set[Diagnostic] = set()
+    for target in build.targets:  # merged in target order, whatever ran where
+        item = by_target[target]
+        # The resolver reports a pruned recursion once per tool; workers that lowered apart would each report it.
+        for diagnostic in item.diagnostics:
+            if diagnostic.provider or diagnostic not in seen:
+                seen.add(diagnostic)
+                build.diagnostics.add(diagnostic)
+        build.add_file(f"schemas/{target}.json", item.tools_json)
+        build.add_file(f"schemas/{target}.names.json", item.names_json)
+        tools = orjson.loads(item.tools_json)
+        definitions = tools[0]["functionDeclarations"] if target == "gemini" and tools else tools
+        names = orjson.loads(item.names_json)
+        providers[target] = {"tools": dict(zip(item.tool_ids, definitions, strict=True)), "names": names}
+        summaries[target] = item.summary
