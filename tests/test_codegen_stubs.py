@@ -186,8 +186,12 @@ def test_check_module_refuses_code_that_runs_on_import(code: str) -> None:
         check_module(code, filename="m.py")
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text())
+# Quotes and backslashes are what break out of a docstring: draw from them often, not only from all of unicode.
+_BREAKOUT = st.text(alphabet=st.sampled_from(['"', "\\", "'", " ", "\t", "\n", "\r", "a", "\x00", "\u202e"]), max_size=16)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.text(), _BREAKOUT))
 def test_docstrings_round_trip(text: str) -> None:
     literal = docstring_literal(text, indent="    ")
     module = f"def f() -> None:\n    {literal}\n"
@@ -195,4 +199,11 @@ def test_docstrings_round_trip(text: str) -> None:
     assert isinstance(function, ast.FunctionDef) and len(function.body) == 1
     value = ast.get_docstring(function, clean=False) or ""
     expected = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip("\n")
-    assert "\n".join(line.removeprefix("    ") for line in value.split("\n")).removesuffix("\n") == expected
+    first, *others = value.split("\n")
+    assert "\n".join([first, *(line.removeprefix("    ") for line in others)]).removesuffix("\n") == expected
+
+
+@pytest.mark.parametrize("text", ['"""', 'a"', "    \\", '\\"', 'q""', "ends\\"])
+def test_docstring_breakouts_found_by_hypothesis(text: str) -> None:
+    literal = docstring_literal(text, indent="    ")
+    assert ast.literal_eval(literal).strip() == text.strip()

@@ -10,14 +10,22 @@ all under `python/` in the output folder. Layout:
 from __future__ import annotations
 
 from compiler.build import Build
+from compiler.codegen.cache import fingerprint, record, reuse
 
 
 def emit_python(build: Build) -> None:
     if not build.config.codegen:
         return
+    key = fingerprint(build)
+    if reuse(build, key):
+        return
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
     from compiler.codegen.router import generate_router
     from compiler.codegen.stubs import generate_stubs
 
-    for path, content in sorted({**generate_router(build), **generate_stubs(build)}.items()):
-        build.add_file(f"python/{path}", content)
+    before = len(build.diagnostics)
+    files = {f"python/{path}": content
+             for path, content in sorted({**generate_router(build), **generate_stubs(build)}.items())}
+    for path, content in files.items():
+        build.add_file(path, content)
+    record(build, key, files, build.diagnostics.items[before:])

@@ -46,9 +46,16 @@ def docstring_body(text: str) -> str:
     plain = "\\" not in text and text.replace("\n", "").isprintable()  # the usual case: nothing to escape
     body = text if plain else "".join(_escape_char(char) for char in text)
     body = body.replace('"""', '\\"\\"\\"')
-    if body.endswith('"'):
-        body = body[:-1] + '\\"'
+    if body.endswith('"') and not _escaped_at_end(body):
+        body = body[:-1] + '\\"'  # a bare quote before the closing `"""` would end the literal early
     return body
+
+
+def _escaped_at_end(body: str) -> bool:
+    """Whether the last character is escaped: an odd run of backslashes before it. One backslash escapes the
+    quote; two are an escaped backslash, and the quote after them is bare."""
+    run = len(body) - 1 - len(body[:-1].rstrip("\\"))
+    return run % 2 == 1
 
 
 def docstring_literal(text: str, indent: str = "") -> str:
@@ -62,7 +69,8 @@ def docstring_literal(text: str, indent: str = "") -> str:
         rest = [f"{indent}{line}" if line else "" for line in lines[1:]]
         literal = '"""' + "\n".join([lines[0], *rest]) + f'\n{indent}"""'
     value = ast.literal_eval(literal)
-    back = "\n".join(line.removeprefix(indent) for line in value.split("\n")).removesuffix("\n")
+    first, *others = value.split("\n")  # the first line follows the quotes; only the others were indented
+    back = "\n".join([first, *(line.removeprefix(indent) for line in others)]).removesuffix("\n")
     if back != text:
         raise ValueError("docstring does not round-trip")  # a bug in this module, never the input's fault
     return literal

@@ -140,7 +140,10 @@ def lock_data(build: Build) -> dict[str, Any]:
         if lowered:
             entry["providers"] = lowered
         tools[tool.id] = entry
-    return {"format": LOCK_FORMAT, "tools": tools}
+    data: dict[str, Any] = {"format": LOCK_FORMAT, "tools": tools}
+    if "codegen" in build.artifacts:  # what `codegen.cache` needs to skip an unchanged generation
+        data["codegen"] = build.artifacts["codegen"]
+    return data
 
 
 def emit_lock(build: Build) -> None:
