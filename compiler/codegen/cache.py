@@ -26,7 +26,8 @@ from compiler.serialize import catalog_to_json, compact_json
 
 LOCK_FILE = "toolc.lock"
 PREFIX = "python/"
-_LIBRARIES = ("datamodel-code-generator", "libcst", "pydantic")
+# Only the library whose output is embedded verbatim; it is pinned exactly in pyproject.toml.
+_LIBRARIES = ("datamodel-code-generator",)
 
 
 def _sha256(data: bytes) -> str:
