@@ -6,7 +6,7 @@ For each spec: `toolc compile SPEC --out DIR` (every emitter, all targets), then
 `codegen: false` (the schemas path: catalog, provider schemas, lock) with all targets and once per target, each in a
 fresh process under `/usr/bin/time -v` (median wall, median peak RSS, bytes of `schemas/*.json`), plus an
 in-process split (read + resolve vs provider lowering). The peer, FastMCP 4.1.x, runs the same file in its own
-venv `bench/.peers` (created on first use with pip: fastmcp==4.1.2, the version reference/performance.md
+venv `bench/.peers-fastmcp` (created on first use with pip: fastmcp==4.1.2, the version reference/performance.md
 measured): `FastMCP.from_openapi` + `list_tools()` + MCP tool JSON. Targets: Stripe <= 1.5 s, <= 250 MB RSS,
 <= 15 MB emitted JSON; GitHub <= 3 s, <= 400 MB.
 """
@@ -15,21 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import statistics
 import subprocess
 import sys
 import tempfile
-import venv
 from pathlib import Path
 
-from harness import precompile
+from harness import PYTHON, ROOT, Measurement, measure, peer_venv, precompile
 
-ROOT = Path(__file__).resolve().parent.parent
 TOOLC = ROOT / ".venv" / "bin" / "toolc"
-PYTHON = ROOT / ".venv" / "bin" / "python"
-PEERS = ROOT / "bench" / ".peers"
+HASH_SEED = {"PYTHONHASHSEED": "0"}
 SPECS = {"stripe": ROOT / "fixtures/corpus/openapi/stripe.json", "github": ROOT / "fixtures/corpus/openapi/github.json"}
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 GOALS = {"stripe": (1.5, 250.0, 15.0), "github": (3.0, 400.0, None)}
@@ -71,41 +65,12 @@ print(json.dumps({"tools": len(catalog.tools), "read_s": round(t1 - t0, 3), "low
 """
 
 
-def time_v(command: list[str]) -> tuple[float, float, int, str, str]:
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
-        proc = subprocess.run(["/usr/bin/time", "-v", "-o", timing.name, *command], capture_output=True, text=True,
-                              cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)
-        report = timing.read()
-    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", report)
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
-    if not wall or not rss:
-        return 0.0, 0.0, proc.returncode or 1, proc.stdout, proc.stderr
-    seconds = float(wall.group(1) or 0) * 3600 + float(wall.group(2)) * 60 + float(wall.group(3))
-    return seconds, int(rss.group(1)) / 1024, proc.returncode, proc.stdout, proc.stderr
-
-
-def median_run(command: list[str], runs: int) -> tuple[float, float, bool, str, str]:
-    walls, rsss, ok, out, err = [], [], True, "", ""
-    for _ in range(runs):
-        wall, rss, code, out, err = time_v(command)
-        walls.append(wall)
-        rsss.append(rss)
-        ok = ok and code == 0
-    return statistics.median(walls), statistics.median(rsss), ok, out, err
+def median_run(command: list[str], runs: int) -> Measurement:
+    return measure(command[0], command, runs=runs, env=HASH_SEED)
 
 
 def emitted_mb(out_dir: Path) -> float:
     return sum(p.stat().st_size for p in (out_dir / "schemas").glob("*.json")) / 1e6 if out_dir.exists() else 0.0
-
-
-def ensure_peers() -> Path:
-    python = PEERS / "bin" / "python"
-    if not python.exists():
-        print(f"creating {PEERS} (fastmcp 4.1.2) ...", flush=True)
-        venv.create(PEERS, with_pip=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "fastmcp==4.1.2", "httpx"], check=True,
-                       stderr=subprocess.DEVNULL)
-    return python
 
 
 def schemas_only_project(spec: Path, scratch: Path) -> Path:
@@ -119,20 +84,20 @@ def bench_toolc(name: str, spec: Path, runs: int) -> dict[str, float | bool | st
     row: dict[str, float | bool | str] = {}
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "all"
-        wall, rss, ok, _, err = median_run([str(TOOLC), "compile", str(spec), "--out", str(out)], runs)
-        row.update(all_wall_s=wall, all_rss_mb=rss, ok=ok, emitted_mb=emitted_mb(out))
-        if not ok:
-            row["error"] = err.strip().splitlines()[-1] if err.strip() else "failed"
+        full = median_run([str(TOOLC), "compile", str(spec), "--out", str(out)], runs)
+        row.update(all_wall_s=full.wall_s, all_rss_mb=full.rss_mb, ok=full.ok, emitted_mb=emitted_mb(out))
+        if not full.ok:
+            row["error"] = full.note or "failed"
         project = schemas_only_project(spec, Path(scratch))
         out_s = Path(scratch) / "schemas-only"
-        wall, rss, _, _, _ = median_run([str(TOOLC), "compile", "-c", str(project), "--out", str(out_s)], runs)
-        row.update(schemas_wall_s=wall, schemas_rss_mb=rss)
+        schemas = median_run([str(TOOLC), "compile", "-c", str(project), "--out", str(out_s)], runs)
+        row.update(schemas_wall_s=schemas.wall_s, schemas_rss_mb=schemas.rss_mb)
         for target in TARGETS:
             out_t = Path(scratch) / target
-            wall, rss, ok, _, _ = median_run([str(TOOLC), "compile", "-c", str(project), "--out", str(out_t),
-                                              "--target", target], runs)
-            row[f"{target}_wall_s"], row[f"{target}_rss_mb"] = wall, rss
-    split = subprocess.run([str(PYTHON), "-c", SPLIT_RUN, str(spec), *TARGETS], capture_output=True, text=True,
+            one = median_run([str(TOOLC), "compile", "-c", str(project), "--out", str(out_t), "--target", target],
+                             runs)
+            row[f"{target}_wall_s"], row[f"{target}_rss_mb"] = one.wall_s, one.rss_mb
+    split = subprocess.run([PYTHON, "-c", SPLIT_RUN, str(spec), *TARGETS], capture_output=True, text=True,
                            cwd=ROOT, check=False)
     if split.returncode == 0:
         data = json.loads(split.stdout.strip().splitlines()[-1])
@@ -143,14 +108,14 @@ def bench_toolc(name: str, spec: Path, runs: int) -> dict[str, float | bool | st
 
 
 def bench_fastmcp(spec: Path, runs: int) -> dict[str, float | bool | str]:
-    python = ensure_peers()
-    wall, rss, ok, out, err = median_run([str(python), "-c", FASTMCP_RUN, str(spec)], runs)
-    row: dict[str, float | bool | str] = {"wall_s": wall, "rss_mb": rss, "ok": ok}
-    if ok and out.strip():
-        data = json.loads(out.strip().splitlines()[-1])
+    python = peer_venv("fastmcp", ["fastmcp==4.1.2", "httpx"])
+    run = median_run([str(python), "-c", FASTMCP_RUN, str(spec)], runs)
+    row: dict[str, float | bool | str] = {"wall_s": run.wall_s, "rss_mb": run.rss_mb, "ok": run.ok}
+    if run.ok and run.stdout.strip():
+        data = json.loads(run.stdout.strip().splitlines()[-1])
         row.update(tools=data["tools"], json_mb=data["bytes"] / 1e6)
-    elif not ok:
-        row["error"] = err.strip().splitlines()[-1][:160] if err.strip() else "failed"
+    elif not run.ok:
+        row["error"] = run.note[:160] or "failed"
     return row
 
 

@@ -21,9 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import precompile
+from harness import ROOT, measure, peer_venv, precompile
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PEERS = {
@@ -73,15 +72,10 @@ def toolc(document: Path, out: Path) -> dict[str, object]:
 
 def peer(name: str, document: Path, out: Path) -> dict[str, object]:
     requirement, command, args = PEERS[name]
-    venv = ROOT / "bench" / f".peers-{command}"
-    if not (venv / "bin" / command).exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", requirement, "ruff"], check=True)
-    argv = [str(venv / "bin" / command), *(a.format(doc=document, out=out) for a in args)]
-    started = time.perf_counter()
-    run = subprocess.run(argv, capture_output=True, text=True, env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin"})
-    return {"rc": run.returncode, "wall_s": round(time.perf_counter() - started, 2),
-            "tail": run.stderr.strip().splitlines()[-1:]}
+    bin_dir = peer_venv(command, [requirement, "ruff"]).parent
+    argv = [str(bin_dir / command), *(a.format(doc=document, out=out) for a in args)]
+    run = measure(name, argv, runs=1, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    return {"rc": run.returncode, "wall_s": round(run.wall_s, 2), "tail": [run.note] if run.note else []}
 
 
 def main() -> None:

@@ -23,37 +23,44 @@ class Measurement:
     rss_mb: float
     ok: bool
     note: str = ""
+    stdout: str = ""
+    """The last run's standard output, for callers that parse what the command prints."""
+    returncode: int = 0
+    """The last failing run's exit status (0 when every run succeeded)."""
 
 
-def _time_v(command: list[str], env: dict[str, str] | None) -> tuple[float, float, int, str]:
+def _time_v(command: list[str], env: dict[str, str] | None, cwd: Path) -> tuple[float, float, int, str, str]:
     with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
         proc = subprocess.run(
             ["/usr/bin/time", "-v", "-o", timing.name, *command],
-            capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT,
+            capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd,
         )
         report = timing.read()
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", report)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
     if not wall or not rss:
-        return 0.0, 0.0, proc.returncode or 1, proc.stderr[-500:]
+        return 0.0, 0.0, proc.returncode or 1, proc.stderr[-500:], proc.stdout
     hours = float(wall.group(1) or 0)
     seconds = hours * 3600 + float(wall.group(2)) * 60 + float(wall.group(3))
-    return seconds, int(rss.group(1)) / 1024, proc.returncode, proc.stderr[-500:]
+    return seconds, int(rss.group(1)) / 1024, proc.returncode, proc.stderr[-500:], proc.stdout
 
 
-def measure(name: str, command: list[str], *, runs: int = 3, env: dict[str, str] | None = None) -> Measurement:
+def measure(name: str, command: list[str], *, runs: int = 3, env: dict[str, str] | None = None,
+            cwd: Path = ROOT) -> Measurement:
     walls: list[float] = []
     rsss: list[float] = []
-    note = ""
+    note = stdout = ""
     ok = True
+    returncode = 0
     for _ in range(runs):
-        wall, rss, code, stderr = _time_v(command, env)
+        wall, rss, code, stderr, stdout = _time_v(command, env, cwd)
         walls.append(wall)
         rsss.append(rss)
         if code != 0:
             ok = False
+            returncode = code
             note = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {code}"
-    return Measurement(name, statistics.median(walls), statistics.median(rsss), ok, note)
+    return Measurement(name, statistics.median(walls), statistics.median(rsss), ok, note, stdout, returncode)
 
 
 def print_table(rows: list[Measurement], baseline: str | None = None) -> None:

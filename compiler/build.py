@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ class Build:
     """Output files, by path relative to the output folder (POSIX separators)."""
     artifacts: dict[str, Any] = field(default_factory=dict)
     """Structured results later stages read (e.g. `providers`: lowered tools and name maps per target)."""
-    previous_output: dict[str, bytes] = field(default_factory=dict)
+    previous_output: MutableMapping[str, bytes] = field(default_factory=dict)
     """The output folder as it was before this compile (codegen carries `# toolc: keep` edits over from it)."""
 
     def add_file(self, path: str, content: bytes) -> None:

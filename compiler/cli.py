@@ -18,7 +18,7 @@ from compiler.cli_support import (
     parse_targets,
     print_diagnostics,
 )
-from compiler.config import ALL_TARGETS, Config
+from compiler.config import ALL_TARGETS, DEFAULT_CONFIG_NAME, Config
 from compiler.diagnostics import Diagnostics, Severity
 from compiler.emit import report
 from compiler.serialize import canonical_json
@@ -56,7 +56,7 @@ def main() -> None:
 
 @main.command("compile")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path("toolc.yaml"),
+@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path(DEFAULT_CONFIG_NAME),
               show_default=True, help="The project file (used when no PATH is given).")
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), help="Output folder (default: the project's).")
 @click.option("--target", "targets", help=f"Comma-separated targets: {', '.join(ALL_TARGETS)} (or openai, claude, all).")

@@ -17,12 +17,12 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
 from compiler.cli_support import EXIT_FAILED, failed, guarded, load_project, print_diagnostics
-from compiler.config import Config, ServerConfig
+from compiler.config import DEFAULT_CONFIG_NAME, Config, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.serialize import canonical_json
 from compiler.sources.recording import read_recording
@@ -30,7 +30,7 @@ from compiler.sources.recording import read_recording
 CANNOT_WRITE = "TC520"
 
 _config_option = click.option("-c", "--config", "config_path", type=click.Path(path_type=Path),
-                              default=Path("toolc.yaml"), show_default=True,
+                              default=Path(DEFAULT_CONFIG_NAME), show_default=True,
                               help="The project file (toolc.yaml, mcp_servers.yaml, or an mcpServers JSON).")
 
 
@@ -46,7 +46,7 @@ def choose_servers(config: Config, ids: tuple[str, ...]) -> list[ServerConfig]:
     return [known[i] for i in dict.fromkeys(ids)]
 
 
-def _adhoc_server(stdio: str | None, url: str | None, transport: str, server_id: str | None,
+def _adhoc_server(stdio: str | None, url: str | None, transport: Literal["http", "sse"], server_id: str | None,
                   headers: tuple[str, ...], env: tuple[str, ...], timeout_ms: int) -> ServerConfig:
     if server_id is None:
         raise click.UsageError("--stdio/--url need --id NAME")
@@ -57,7 +57,7 @@ def _adhoc_server(stdio: str | None, url: str | None, transport: str, server_id:
     if stdio:
         return ServerConfig(id=server_id, transport="stdio", command=tuple(shlex.split(stdio)), env=parsed_env,
                             timeout_ms=timeout_ms)
-    return ServerConfig(id=server_id, transport="sse" if transport == "sse" else "http", url=url,
+    return ServerConfig(id=server_id, transport=transport, url=url,
                         headers=parsed_headers, timeout_ms=timeout_ms)
 
 
@@ -95,7 +95,8 @@ def write_atomic(path: Path, data: bytes) -> None:
 @click.option("--strict", is_flag=True, help="Stop at the first failing server, fail on warnings, write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too.")
 @guarded
-def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, url: str | None, transport: str,
+def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, url: str | None,
+                   transport: Literal["http", "sse"],
                    server_id: str | None, out_path: Path | None, headers: tuple[str, ...], env: tuple[str, ...],
                    timeout_ms: int, strict: bool, verbose: bool) -> None:
     """Ask MCP servers for their tools and write one recording per server (no secrets, no timestamps)."""
@@ -121,7 +122,7 @@ def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, u
             read_recording(outcome.document, source_id=outcome.server.id, location=outcome.server.id,
                            diagnostics=diagnostics)
     print_diagnostics(diagnostics, verbose=verbose)
-    if strict and failed(diagnostics, strict):
+    if strict and failed(diagnostics, strict=True):
         click.echo("toolc: record failed (--strict); no recording written", err=True)
         sys.exit(EXIT_FAILED)
     written = 0

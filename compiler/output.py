@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
@@ -13,15 +14,49 @@ from compiler.diagnostics import CompilerError, Diagnostic, Severity
 CANNOT_WRITE = "TC120"
 
 
+class OutputFolder(MutableMapping[str, bytes]):
+    """The files of an existing output folder, by POSIX relative path, each read on first access.
+
+    A compile only needs a few of them (the lock and the `python/` files that codegen compares or carries
+    `# toolc: keep` edits from); `toolc check` compares them all. Listing is eager, reading is not."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._paths = set(_relative_files(folder))
+        self._content: dict[str, bytes] = {}
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._content:
+            if path not in self._paths:
+                raise KeyError(path)
+            self._content[path] = (self._folder / path).read_bytes()
+        return self._content[path]
+
+    def __setitem__(self, path: str, content: bytes) -> None:
+        self._paths.add(path)
+        self._content[path] = content
+
+    def __delitem__(self, path: str) -> None:
+        self._paths.remove(path)
+        self._content.pop(path, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._paths))
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def _relative_files(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return [path.relative_to(folder).as_posix() for path in sorted(folder.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts]
+
+
 def read_tree(folder: Path) -> dict[str, bytes]:
     """Every file under `folder`, by POSIX relative path (empty when the folder does not exist)."""
-    if not folder.is_dir():
-        return {}
-    files: dict[str, bytes] = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            files[path.relative_to(folder).as_posix()] = path.read_bytes()
-    return files
+    return {relative: (folder / relative).read_bytes() for relative in _relative_files(folder)}
 
 
 def write_tree(folder: Path, files: dict[str, bytes]) -> None:

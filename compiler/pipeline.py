@@ -17,7 +17,7 @@ from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
-from compiler.output import read_tree, write_tree
+from compiler.output import OutputFolder, write_tree
 from compiler.providers.emit import emit_providers
 from compiler.refs import RefResolver
 from compiler.sources.detect import detect_kind
@@ -73,7 +73,7 @@ def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics) ->
         if kind == "openapi":
             settings = item.settings if isinstance(item.settings, OpenApiConfig) else None
             source_id = item.source_id or item.path.stem
-            return read_openapi(document, source_id=source_id, location=item.display, resolver=resolver,
+            return read_openapi(document, source_id=source_id, location=item.display,
                                 diagnostics=diagnostics, config=settings)
         if kind == "mcp-recording":
             server = document.get("server") if isinstance(document.get("server"), str) else None
@@ -159,7 +159,7 @@ def compile_project(
     catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
                            live=live)
     build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
-                  previous_output=read_tree(out_dir or config.output_dir))
+                  previous_output=OutputFolder(out_dir or config.output_dir))
     for emit in EMITTERS:
         emit(build)
     return build

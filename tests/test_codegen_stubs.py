@@ -207,3 +207,17 @@ def test_docstrings_round_trip(text: str) -> None:
 def test_docstring_breakouts_found_by_hypothesis(text: str) -> None:
     literal = docstring_literal(text, indent="    ")
     assert ast.literal_eval(literal).strip() == text.strip()
+
+
+def test_kept_functions_parses_only_a_module_with_a_marker_line() -> None:
+    import libcst
+
+    from compiler.codegen.keep import kept_functions
+
+    broken = "def f(:\n"
+    assert kept_functions(broken + '"""mentions # toolc: keep inline only"""\n') == {}  # not parsed
+    assert kept_functions("# toolc keep\n" + broken) == {}
+    with pytest.raises(libcst.ParserSyntaxError):
+        kept_functions("  #toolc:  keep \n" + broken)
+    module = "X = 1\n\n\n# toolc: keep\ndef g() -> None:\n    pass\n\n\ndef h() -> None:\n    pass\n"
+    assert list(kept_functions(module)) == ["g"]

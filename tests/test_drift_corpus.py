@@ -28,12 +28,19 @@ MCP_PAIRS = [
 ]
 
 
+# rule id → the levels each rule fixture states as literals (fixtures/drift/rules/<rule>.json, "levels").
+FIXTURE_LEVELS = {data["rule"]: data["levels"] for data in
+                  (json.loads(case.read_text()) for case in (FIXTURES / "drift" / "rules").glob("*.json"))}
+
+
 def _diff(old: Path, new: Path) -> DriftReport:
     return diff_inputs(compile_alone(old), compile_alone(new), old, new)
 
 
 def _assert_table_levels(report: DriftReport) -> None:
     for change in report.changes:
+        if change.change in FIXTURE_LEVELS:
+            assert change.levels.to_json() == FIXTURE_LEVELS[change.change], change.to_json()
         if change.change in ("tool-removed", "tool-renamed"):
             assert change.levels.worst() is Level.ERR
         if change.change == "tool-added":
@@ -69,10 +76,12 @@ def test_cli_diff_json_and_exit_code(snapshot: object) -> None:
     assert same.exit_code == 0, same.output
 
 
-def test_cli_diff_refuses_mixed_kinds() -> None:
-    result = CliRunner().invoke(main, ["diff", str(MCP / "server-everything@2025.1.14.json"),
-                                       str(FIXTURES / "drift" / "rules" / "binding-changed.json")])
+def test_cli_diff_refuses_mixed_kinds(tmp_path: Path) -> None:
+    openapi = tmp_path / "openapi.json"  # a real OpenAPI document: the rule fixture's `before`
+    openapi.write_text(json.dumps(json.loads((FIXTURES / "drift" / "rules" / "binding-changed.json").read_text())["before"]))
+    result = CliRunner().invoke(main, ["diff", str(MCP / "server-everything@2025.1.14.json"), str(openapi)])
     assert result.exit_code != 0
+    assert "TC705" in result.output, result.output
 
 
 @pytest.fixture(scope="module")

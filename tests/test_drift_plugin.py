@@ -11,7 +11,8 @@ import pytest
 # Imported here so pytester's in-process runs reuse these modules instead of re-importing them each run
 # (PyYAML's C loader does not survive a re-import of `yaml` within one process).
 import compiler.pipeline  # noqa: F401
-from compiler.drift.snapshot import ToolSchemaExtension, canonical_tools
+from compiler.drift.canonical import canonical_tools
+from compiler.drift.snapshot import ToolSchemaExtension
 
 pytest_plugins = ["pytester"]
 

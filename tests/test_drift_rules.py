@@ -33,6 +33,8 @@ def test_rule(case: Path, tmp_path: Path) -> None:
     rule = RULES[data["rule"]]
     found = [c for c in report.changes if c.change == data["rule"]]
     assert found and all(c.levels == rule.levels for c in found)
+    # The fixture states the levels as literals, so a change to the table without the fixture fails here.
+    assert all(c.levels.to_json() == data["levels"] for c in found), (data["levels"], rule.levels.to_json())
     assert all(c.pointer.startswith("/") or c.change in ("tool-added", "tool-removed", "tool-renamed") for c in found)
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_router_support import ROOT, TIME_SERVER, make_build, with_name_maps, write_router
+from compiler.codegen.env import templates_dir
+from tests.test_router_support import TIME_SERVER, make_build, with_name_maps, write_router
 
 VENV_BIN = Path(sys.executable).parent
 # The project's rules on top of ruff's own defaults (which include BLE001 and TRY004 since ruff 0.17).
@@ -53,4 +54,6 @@ def test_generated_router_imports_without_compiler(generated: Path) -> None:
 
 
 def test_templates_live_in_the_shipped_package() -> None:
-    assert (ROOT / "templates" / "router" / "_tables.py.jinja").is_file()
+    shipped = templates_dir()  # where the installed package's importlib.resources put them, not the checkout
+    assert (shipped / "router" / "_tables.py.jinja").is_file()
+    assert (shipped / "stubs" / "tools.py.jinja").is_file()

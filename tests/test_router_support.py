@@ -38,7 +38,7 @@ def catalog_from(recordings: Iterable[str] = DEFAULT_RECORDINGS, openapi: Iterab
                                    diagnostics=diagnostics))
     for stem in openapi:
         path = FIXTURES / "openapi" / f"{stem}.yaml"
-        read.append(read_openapi(load_document(path), source_id=stem, location=str(path), resolver=None,
+        read.append(read_openapi(load_document(path), source_id=stem, location=str(path),
                                  diagnostics=diagnostics, config=(openapi_configs or {}).get(stem)))
     tools = sorted((tool for _, source_tools in read for tool in source_tools), key=lambda t: t.id)
     return Catalog(sources=tuple(sorted((s for s, _ in read), key=lambda s: s.id)), tools=tuple(tools))
@@ -166,6 +166,29 @@ def test_provider_name_maps_are_embedded_and_bad_entries_dropped() -> None:
             "arguments={'rename': {'tz': 'timezone'}})") in tables
     assert "ghost" not in tables
     assert [d.code for d in build.diagnostics if d.code == "TC635"] == ["TC635"]
+
+
+def test_equal_name_maps_are_baked_once_and_shared(tmp_path: Path) -> None:
+    same = {"get_current_time": "mcp:mcp-server-time:get_current_time"}
+    artifacts = {"providers": {
+        "openai-responses": {"names": name_map("openai-responses", same)},
+        "anthropic": {"names": name_map("anthropic", same)},
+        "gemini": {"names": name_map("gemini", {"time_now": "mcp:mcp-server-time:get_current_time"})},
+    }}
+    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), artifacts=artifacts)
+    tables = generate_router(build)["toolc_router/_tables.py"].decode()
+    assert tables.count("_NAMES_0: Final") == 1 and tables.count("_NAMES_1: Final") == 1
+    assert "_NAMES_2" not in tables
+    assert tables.count("'get_current_time': NameEntry(") == 1  # one literal for both targets
+    assert ("    'anthropic': _NAMES_0,\n    'gemini': _NAMES_1,\n    'openai-responses': _NAMES_0,\n"
+            in tables)  # first use in sorted target order, deterministic
+    write_router(build, tmp_path)
+    with load_router(tmp_path):
+        maps = importlib.import_module("toolc_router._tables").NAME_MAPS
+        assert maps["anthropic"] is maps["openai-responses"]
+        assert maps["anthropic"]["get_current_time"].tool_id == "mcp:mcp-server-time:get_current_time"
+        assert maps["gemini"]["time_now"].tool_id == "mcp:mcp-server-time:get_current_time"
+        assert "time_now" not in maps["anthropic"]
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def _compile(name: str) -> Compiled:
     path = CORPUS / "openapi" / f"{name}.json"
     diagnostics = Diagnostics()
     document = load(path, diagnostics)
-    source, tools = read_openapi(document, source_id=name, location=path.name, resolver=None,
+    source, tools = read_openapi(document, source_id=name, location=path.name,
                                  diagnostics=diagnostics)
     return document, source, tools, diagnostics
 

@@ -252,7 +252,7 @@ def test_detect_kind(document: Any, kind: str | None) -> None:
 def test_document_without_location_details_still_reads() -> None:
     diagnostics = Diagnostics()
     source, tools = read_openapi({"openapi": "3.0.0", "paths": {"/": {"get": {}}}}, source_id="m", location="m",
-                                 resolver=None, diagnostics=diagnostics)
+                                 diagnostics=diagnostics)
     assert [t.name for t in tools] == ["get"]
     assert tools[0].input_schema == {"type": "object", "properties": {}, "additionalProperties": False}
     assert source.info == {"title": None, "version": None, "openapi": "3.0.0", "servers": []}
@@ -276,7 +276,7 @@ def test_reserved_headers_and_operation_servers() -> None:
         },
     }
     diagnostics = Diagnostics()
-    _, tools = read_openapi(document, source_id="s", location="s", resolver=None, diagnostics=diagnostics)
+    _, tools = read_openapi(document, source_id="s", location="s", diagnostics=diagnostics)
     urls = {t.name: _binding(t).base_url for t in tools}
     assert urls == {"pathServer": "https://staging.example.test", "operationServer": "http://localhost:9",
                     "documentServer": "https://api.example.test"}
@@ -289,7 +289,7 @@ def test_swagger_without_host_and_unknown_security_scheme() -> None:
     document = {"swagger": "2.0", "basePath": "/api", "security": [{"missing": []}],
                 "paths": {"/a": {"get": {"operationId": "a"}}, "/b": {"get": {"operationId": "b"}}}}
     diagnostics = Diagnostics()
-    _, tools = read_openapi(document, source_id="s", location="s", resolver=None, diagnostics=diagnostics)
+    _, tools = read_openapi(document, source_id="s", location="s", diagnostics=diagnostics)
     assert [_binding(t).base_url for t in tools] == ["/api", "/api"]
     assert [_binding(t).security for t in tools] == [((),), ((),)]
     unknown = [d for d in diagnostics if d.code == "TC313"]

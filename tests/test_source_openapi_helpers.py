@@ -25,7 +25,7 @@ def compile_file(path: Path, root: Path | None = None, **kwargs: Any) -> tuple[S
     diagnostics = Diagnostics()
     document = load(path, diagnostics, root)
     source, tools = read_openapi(document, source_id=kwargs.pop("source_id", path.stem), location=path.name,
-                                 resolver=None, diagnostics=diagnostics, **kwargs)
+                                 diagnostics=diagnostics, **kwargs)
     return source, tools, diagnostics
 
 

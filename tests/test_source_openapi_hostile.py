@@ -26,7 +26,7 @@ HOSTILE = FIXTURES / "hostile"
 
 def _read(document: Any) -> tuple[list[str], Diagnostics]:
     diagnostics = Diagnostics()
-    _, tools = read_openapi(document, source_id="h", location="h.yaml", resolver=None, diagnostics=diagnostics)
+    _, tools = read_openapi(document, source_id="h", location="h.yaml", diagnostics=diagnostics)
     return [tool.name for tool in tools], diagnostics
 
 
@@ -189,7 +189,7 @@ OAS_SCHEMA_TESTS = sorted((CORPUS / "oai-examples").glob("oas-schema-tests-*/*/*
 def test_schema_test_documents_never_crash(path: Path) -> None:
     diagnostics = Diagnostics()
     document = load_document(path)
-    _, tools = read_openapi(document, source_id="t", location=path.name, resolver=None, diagnostics=diagnostics)
+    _, tools = read_openapi(document, source_id="t", location=path.name, diagnostics=diagnostics)
     if isinstance(document, dict) and isinstance(document.get("paths"), dict):
         assert len(tools) + len(skipped_tool_ids(diagnostics)) == count_operations(document) or \
             document.get("openapi", "").startswith("3.2")

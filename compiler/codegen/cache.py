@@ -14,13 +14,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from compiler.build import Build
+from compiler.codegen.env import templates_dir
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.serialize import catalog_to_json, compact_json
 
@@ -39,7 +40,7 @@ def generator_identity() -> str:
     """The generator's own code and templates: a change to either must regenerate, version bump or not."""
     digest = hashlib.sha256()
     code = Path(__file__).resolve().parent
-    templates = Path(str(resources.files("compiler.templates")))
+    templates = templates_dir()
     for root, pattern in ((code, "*.py"), (templates, "**/*.jinja")):
         for path in sorted(root.glob(pattern)):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -75,7 +76,8 @@ def reuse(build: Build, key: str) -> bool:
     if entry is None or entry.get("inputs") != key:
         return False
     recorded: Mapping[str, str] = entry.get("files") or {}
-    on_disk = {path: content for path, content in build.previous_output.items() if path.startswith(PREFIX)}
+    previous = build.previous_output
+    on_disk = {path: previous[path] for path in previous if path.startswith(PREFIX)}
     if set(on_disk) != set(recorded) or any(_sha256(on_disk[p]) != h for p, h in recorded.items()):
         return False
     try:

@@ -7,7 +7,6 @@ through `pyrepr` (a string literal) or is an identifier already sanitised by `co
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -19,10 +18,6 @@ import jinja2
 def pyrepr(value: Any) -> str:
     """A Python literal for JSON-like data; `repr` escapes quotes, backslashes, newlines and unicode safely."""
     return repr(value)
-
-
-def json_literal(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=True)
 
 
 def templates_dir() -> Path:
@@ -40,7 +35,6 @@ def environment() -> jinja2.Environment:
         autoescape=False,  # Python source, not HTML
     )
     env.filters["pyrepr"] = pyrepr
-    env.filters["json_literal"] = json_literal
     return env
 
 

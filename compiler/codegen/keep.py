@@ -19,8 +19,11 @@ from dataclasses import dataclass
 
 import libcst
 
-KEEP_MARKER = "# toolc: keep"
 _MARKER = re.compile(r"#\s*toolc:\s*keep\s*\Z")
+_KEEP_LINE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*#[^\S\r\n]*toolc:[^\S\r\n]*keep[^\S\r\n]*(?:[\r\n]|\Z)")
+"""A line that is only a `# toolc: keep` comment (the only kind `_is_marked` accepts; the docstring of every
+generated tools.py mentions the marker, but never alone on a line). Checked before parsing: libcst takes
+seconds on a big tools.py."""
 
 
 def _is_marked(node: libcst.FunctionDef) -> bool:
@@ -28,8 +31,9 @@ def _is_marked(node: libcst.FunctionDef) -> bool:
 
 
 def kept_functions(previous: str) -> dict[str, libcst.FunctionDef]:
-    """The marked top-level functions of a previous module, by name. Raises libcst.ParserSyntaxError."""
-    if "toolc" not in previous:
+    """The marked top-level functions of a previous module, by name. Raises libcst.ParserSyntaxError (only when
+    the module has a marker line: without one it is not parsed)."""
+    if not _KEEP_LINE.search(previous):
         return {}
     module = libcst.parse_module(previous)
     return {
@@ -42,14 +46,13 @@ def kept_functions(previous: str) -> dict[str, libcst.FunctionDef]:
 @dataclass(frozen=True)
 class Merged:
     code: str
-    replaced: tuple[str, ...]
     orphaned: tuple[str, ...]
 
 
 def merge_kept(code: str, kept: Mapping[str, libcst.FunctionDef]) -> Merged:
     """Swap the kept functions into freshly generated `code`; kept functions with no namesake go at the end."""
     if not kept:
-        return Merged(code, (), ())
+        return Merged(code, ())
     module = libcst.parse_module(code)
     body: list[libcst.CSTNode] = []
     replaced: list[str] = []
@@ -62,7 +65,7 @@ def merge_kept(code: str, kept: Mapping[str, libcst.FunctionDef]) -> Merged:
     orphaned = sorted(set(kept) - set(replaced))
     body.extend(_with_blank_lines(kept[name]) for name in orphaned)
     new_module = module.with_changes(body=_statements(body))
-    return Merged(new_module.code, tuple(replaced), tuple(orphaned))
+    return Merged(new_module.code, tuple(orphaned))
 
 
 def _with_blank_lines(node: libcst.FunctionDef) -> libcst.FunctionDef:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from compiler.diagnostics import Diagnostics
@@ -27,6 +28,26 @@ UNKNOWN_NAME_TARGET = "TC635"
 BAD_NAME_MAP = "TC637"
 
 Entry = dict[str, Any]
+Table = list[tuple[str, Entry]]
+
+
+@dataclass(frozen=True)
+class NameMaps:
+    """The distinct tables, each baked once as `_NAMES_<i>` (in order of first use by the targets, sorted), and
+    every target with the index of its table: targets whose maps are equal share one literal."""
+
+    tables: tuple[Table, ...]
+    targets: tuple[tuple[str, int], ...]
+
+
+def _shared(maps: list[tuple[str, Table]]) -> NameMaps:
+    tables: list[Table] = []
+    targets: list[tuple[str, int]] = []
+    for target, table in maps:
+        if table not in tables:
+            tables.append(table)
+        targets.append((target, tables.index(table)))
+    return NameMaps(tuple(tables), tuple(targets))
 
 
 def _canonical(value: Any) -> Any:
@@ -52,13 +73,13 @@ def _entry(raw: Any) -> Entry | None:
 
 
 def _target_entries(target: str, names: Mapping[str, Any], known: set[str],
-                    diagnostics: Diagnostics) -> list[tuple[str, Entry]]:
+                    diagnostics: Diagnostics) -> Table:
     tools = names.get("tools")
     if names.get("format") != NAME_MAP_FORMAT or names.get("target") != target or not isinstance(tools, Mapping):
         diagnostics.warning(BAD_NAME_MAP, f"name map is not format {NAME_MAP_FORMAT} for {target!r}; not baked: "
                             "this target's tool calls route by tool id only", provider=target, source="providers")
         return []
-    entries: list[tuple[str, Entry]] = []
+    entries: Table = []
     for name in sorted(tools, key=str):
         entry = _entry(tools[name])
         if entry is None:
@@ -73,17 +94,17 @@ def _target_entries(target: str, names: Mapping[str, Any], known: set[str],
 
 
 def name_maps(artifacts: Mapping[str, Any], tools: list[Tool], targets: tuple[str, ...],
-              diagnostics: Diagnostics) -> list[tuple[str, list[tuple[str, Entry]]]]:
+              diagnostics: Diagnostics) -> NameMaps:
     known = {tool.id for tool in tools}
     providers = artifacts.get("providers")
     if isinstance(providers, Mapping) and providers:
-        maps: list[tuple[str, list[tuple[str, Entry]]]] = []
+        maps: list[tuple[str, Table]] = []
         for target in sorted(providers):
             names = providers[target].get("names") if isinstance(providers[target], Mapping) else None
             if isinstance(names, Mapping):
                 maps.append((target, _target_entries(target, names, known, diagnostics)))
-        return maps
+        return _shared(maps)
     counts = Counter(tool.name for tool in tools)
-    fallback = [(tool.name, {"tool_id": tool.id, "arguments": {}, "defs": {}})
-                for tool in sorted(tools, key=lambda t: t.name) if counts[tool.name] == 1]
-    return [(target, fallback) for target in sorted(targets)]
+    fallback: Table = [(tool.name, {"tool_id": tool.id, "arguments": {}, "defs": {}})
+                       for tool in sorted(tools, key=lambda t: t.name) if counts[tool.name] == 1]
+    return _shared([(target, fallback) for target in sorted(targets)])

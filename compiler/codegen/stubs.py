@@ -38,7 +38,6 @@ the input, never a time.
 from __future__ import annotations
 
 import hashlib
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -73,9 +72,6 @@ FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
 """Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
 _ALLOWED_CALLS = frozenset({"model_rebuild"})
 """Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
-_KEEP_LINE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*#[^\S\r\n]*toolc:[^\S\r\n]*keep[^\S\r\n]*(?:[\r\n]|\Z)")
-"""A line that is only a `# toolc: keep` comment (`codegen.keep` looks for exactly these; the docstring of
-every generated tools.py mentions the marker, but never alone on a line)."""
 _EMPTY_MODELS = ModelsModule(code="", fields={}, local_names=frozenset(), imports={})
 _NO_MODELS = GeneratedModels(files={}, modules=(), owner={})
 
@@ -232,10 +228,7 @@ class _SourcePackage:
         if previous is None:
             return ()
         try:
-            text = previous.decode("utf-8")
-            if not _KEEP_LINE.search(text):  # no marker: skip libcst, seconds on a big tools.py
-                return ()
-            kept = kept_functions(text)
+            kept = kept_functions(previous.decode("utf-8"))
         except (UnicodeDecodeError, libcst.ParserSyntaxError) as exc:
             self.build.diagnostics.error(
                 KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "

@@ -45,6 +45,11 @@ def refresh_command(*, live: bool, config_arg: str | None) -> str:
     return compile_cmd
 
 
+def _same_ir(before: Any, after: Mapping[str, Any]) -> bool:
+    """Whether two lock entries (the old one possibly malformed) record the same IR hash."""
+    return isinstance(before, Mapping) and before.get("ir") == after["ir"]
+
+
 def _old_catalog(previous: Mapping[str, bytes], diagnostics: Diagnostics, where: str) -> Catalog | None:
     content = previous.get(CATALOG_FILE)
     if content is None:
@@ -75,19 +80,19 @@ def check_build(build: Build, *, where: str, refresh: str, diagnostics: Diagnost
     """Compare `build` with `build.previous_output` (the output folder as it is). `where` names the folder in
     diagnostics; `refresh` is the command that brings it up to date."""
     previous = build.previous_output
-    new_lock_bytes = build.files.get(LOCK_FILE)
-    new_lock = parse_lock(new_lock_bytes, source=LOCK_FILE) if new_lock_bytes else lock_data(build)
+    new_lock = build.artifacts.get("lock")
+    if new_lock is None:  # a build that did not run `emit_lock`
+        new_lock_bytes = build.files.get(LOCK_FILE)
+        new_lock = parse_lock(new_lock_bytes, source=LOCK_FILE) if new_lock_bytes else lock_data(build)
     old_lock = _old_lock(previous, diagnostics, where)
     old_tools: Mapping[str, Any] = old_lock["tools"]
     new_tools: Mapping[str, Any] = new_lock["tools"]
 
     def same_ir(old: Tool, new: Tool) -> bool:
-        before = old_tools.get(old.id)
-        return isinstance(before, Mapping) and before.get("ir") == new_tools[new.id]["ir"]
+        return _same_ir(old_tools.get(old.id), new_tools[new.id])
 
     irs_equal = set(old_tools) == set(new_tools) and all(
-        isinstance(old_tools[tool_id], Mapping) and old_tools[tool_id].get("ir") == entry["ir"]
-        for tool_id, entry in new_tools.items())
+        _same_ir(old_tools[tool_id], entry) for tool_id, entry in new_tools.items())
     # The common case (nothing changed) never parses the previous catalog.
     old_catalog = _old_catalog(previous, diagnostics, where) if previous and not irs_equal else None
     if irs_equal:
@@ -98,7 +103,7 @@ def check_build(build: Build, *, where: str, refresh: str, diagnostics: Diagnost
         report = _unclassified(old_tools, new_tools, len(build.catalog.tools))
     for tool_id in sorted(set(old_tools) & set(new_tools)):
         before, after = old_tools[tool_id], new_tools[tool_id]
-        if not isinstance(before, Mapping) or before.get("ir") != after["ir"]:
+        if not _same_ir(before, after):
             continue
         old_providers = before.get("providers") or {}
         for target, value in sorted((after.get("providers") or {}).items()):
@@ -119,6 +124,6 @@ def _unclassified(old: Mapping[str, Any], new: Mapping[str, Any], tools_new: int
         elif tool_id not in old:
             report.added.append(tool_id)
             report.changes.append(Change(tool_id, "tool-added", "", f"tool added: {tool_id}"))
-        elif not isinstance(old[tool_id], Mapping) or old[tool_id].get("ir") != new[tool_id]["ir"]:
+        elif not _same_ir(old[tool_id], new[tool_id]):
             report.changes.append(Change(tool_id, "tool-changed", "", "IR hash changed"))
     return report

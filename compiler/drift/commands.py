@@ -12,9 +12,9 @@ from pathlib import Path
 import click
 
 from compiler.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, guarded, load_project, print_diagnostics
-from compiler.config import Config
+from compiler.config import DEFAULT_CONFIG_NAME, Config
 from compiler.diagnostics import Diagnostics
-from compiler.drift.check import check_build
+from compiler.drift.check import check_build, refresh_command
 from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
@@ -41,7 +41,7 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
 
 
 @click.command("check")
-@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path("toolc.yaml"),
+@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path(DEFAULT_CONFIG_NAME),
               show_default=True, help="The project file.")
 @click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
 @click.option("--fail-on", default="ERR", type=_FAIL_ON, show_default=True,
@@ -50,7 +50,6 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
 @guarded
 def check_command(config_path: Path, live: bool, fail_on: str, fmt: str) -> None:
     """Recompile in memory and compare with the output folder and its toolc.lock; exit 1 on drift."""
-    from compiler.drift.check import refresh_command
     from compiler.pipeline import compile_project
 
     config = load_project(config_path)
@@ -58,7 +57,7 @@ def check_command(config_path: Path, live: bool, fail_on: str, fmt: str) -> None
     build = compile_project(config, live=live, out_dir=out_dir)
     _stop_on_errors(build.diagnostics, str(config_path))
     diagnostics = Diagnostics()
-    config_arg = None if config_path == Path("toolc.yaml") else str(config_path)
+    config_arg = None if config_path == Path(DEFAULT_CONFIG_NAME) else str(config_path)
     report = check_build(build, where=str(out_dir), diagnostics=diagnostics,
                          refresh=refresh_command(live=live, config_arg=config_arg))
     print_diagnostics(diagnostics)

@@ -149,7 +149,9 @@ def lock_data(build: Build) -> dict[str, Any]:
 def emit_lock(build: Build) -> None:
     """The last emitter: hashes what the others produced. Lives inside the output folder, so it is swapped in
     atomically with the files it describes."""
-    build.add_file(LOCK_FILE, canonical_json(lock_data(build)))
+    data = lock_data(build)
+    build.artifacts["lock"] = data  # read by `check_build`, which would otherwise parse the bytes back
+    build.add_file(LOCK_FILE, canonical_json(data))
 
 
 def parse_lock(content: bytes, *, source: str) -> dict[str, Any]:

@@ -1,14 +1,7 @@
 """A syrupy extension for tool schemas: one readable `.tools.json` file per assertion, canonical so that only
 meaningful changes show up as snapshot failures.
 
-Canonical form (applied recursively before syrupy's own JSON serialisation, which sorts dict keys):
-
-- `required` (a list of strings) and `type` (a list of type names) are sorted: their order means nothing to a
-  validator, to the stubs or to the model.
-- `enum` keeps its order: the model reads the values in that order and the stubs' `Literal[...]` follows it,
-  so a reordering is a visible change for two audiences of three.
-- A list of tool definitions (dicts with a `name`, or OpenAI chat's `{"type": "function", "function": {"name"}}`)
-  is sorted by name.
+The canonical form is `compiler.drift.canonical.canonical_tools` (described there).
 """
 
 from __future__ import annotations
@@ -19,7 +12,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from compiler.drift.canonical import canonical_tools
 
-__all__ = ["ToolSchemaExtension", "canonical_tools"]
+__all__ = ["ToolSchemaExtension"]
 
 
 class ToolSchemaExtension(JSONSnapshotExtension):

@@ -110,8 +110,7 @@ def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
 
 
 class AnthropicDialect:
-    caps = Capabilities(target="anthropic", name_pattern=NAME, keep_refs=False, type_lists=False,
-                        root_combinators=False, key_pattern=KEY)
+    caps = Capabilities(target="anthropic", name_pattern=NAME)
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
         ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,

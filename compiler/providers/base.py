@@ -21,6 +21,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers.codes import severity
 from compiler.refs import escape_token
+from compiler.serialize import compact_json
 
 SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 """Keywords whose value maps names to subschemas."""
@@ -55,14 +56,6 @@ class Capabilities:
     """Tools per request before the provider refuses the request."""
     tools_advice: str = ""
     """What to do when there are more tools than `max_tools`."""
-    keep_refs: bool = True
-    """`$ref`/`$defs` may appear in the output (bundle); otherwise the schema is inlined and recursion pruned."""
-    type_lists: bool = True
-    """`type` may be a list (`["string","null"]`); otherwise nullability is `anyOf` or `nullable`."""
-    root_combinators: bool = True
-    """`anyOf`/`oneOf`/`allOf` may appear at the root."""
-    key_pattern: re.Pattern[str] | None = None
-    """Top-level argument keys must match this (others are renamed and mapped back)."""
     strict_field: bool = True
     """The wrapper has a `strict` flag."""
 
@@ -145,12 +138,6 @@ def token(name: str | int) -> str:
     return escape_token(name) if "~" in name or "/" in name else name
 
 
-def child(pointer: str, *tokens: str | int) -> str:
-    for part in tokens:
-        pointer = f"{pointer}/{token(part)}"
-    return pointer
-
-
 SUBSCHEMA_KIND: dict[str, int] = {**dict.fromkeys(SCHEMA_MAPS, 1), **dict.fromkeys(SCHEMA_LISTS, 2),
                          **dict.fromkeys(SCHEMA_SINGLES, 3)}
 
@@ -215,9 +202,7 @@ def lower_schema(schema: JsonObject, ctx: Lowering, passes: tuple[NodePass, ...]
 def show(value: Any) -> str:
     if isinstance(value, str):
         return value
-    import orjson
-
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return compact_json(value).decode()
 
 
 def describe(node: JsonObject, moved: Mapping[str, Any]) -> None:

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from compiler.refs import RefResolver
 
 
+def options_key(options: Mapping[str, object]) -> str:
+    """The project's per-target options as one string (part of the subtree memo's key)."""
+    return repr(sorted(options.items()))
+
+
 @dataclass(frozen=True)
 class LowerEnv:
     """What a dialect needs besides the tool: the shared resolver and the tool's source definitions."""
@@ -27,8 +32,15 @@ class LowerEnv:
     """Per-target options from the project file (`providers:` section)."""
     fail_fast: bool = True
     """See `Lowering.fail_fast`."""
+    options_key: str = ""
+    """`options` as a memo key part; `__post_init__` fills it unless the caller passes it (`lower_target` computes it
+    once for all its tools)."""
     shared: dict[tuple[str, ...], object] = field(default_factory=dict)
     """Results targets may share within one build (Chat Completions and Responses lower parameters once)."""
+
+    def __post_init__(self) -> None:
+        if not self.options_key:
+            object.__setattr__(self, "options_key", options_key(self.options))
 
     def checked(self, target: str) -> Checked:
         """Subtrees the validator already passed for this target (see `validate.Checked`)."""
@@ -51,7 +63,7 @@ class LowerEnv:
 
     def memo(self, target: str, strict: bool) -> dict[Any, Any]:
         """The subtree memo of one target and mode (see `Lowering.memo`)."""
-        key = ("memo", target, str(strict), repr(sorted(self.options.items())))
+        key = ("memo", target, str(strict), self.options_key)
         found = self.shared.get(key)
         if not isinstance(found, dict):
             found = self.shared[key] = {}

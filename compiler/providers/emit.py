@@ -32,6 +32,13 @@ def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
     return definitions
 
 
+def definitions_of(target: str, tools: list[JsonObject]) -> list[JsonObject]:
+    """The inverse of `tools_array`: the definitions in a target's tools array."""
+    if target == "gemini":
+        return tools[0]["functionDeclarations"] if tools else []
+    return tools
+
+
 def estimate_tokens(data: Any) -> int:
     return -(-len(compact_json(data)) // CHARS_PER_TOKEN)
 
@@ -120,7 +127,7 @@ def emit_providers(build: Build) -> None:
         build.add_file(f"schemas/{target}.json", item.tools_json)
         build.add_file(f"schemas/{target}.names.json", item.names_json)
         tools = orjson.loads(item.tools_json)
-        definitions = tools[0]["functionDeclarations"] if target == "gemini" and tools else tools
+        definitions = definitions_of(target, tools)
         names = orjson.loads(item.names_json)
         providers[target] = {"tools": dict(zip(item.tool_ids, definitions, strict=True)), "names": names}
         summaries[target] = item.summary

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from compiler.cli_support import guarded, load_project, parse_targets
-from compiler.config import ALL_TARGETS, Config
+from compiler.config import ALL_TARGETS, DEFAULT_CONFIG_NAME, Config
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.ir import Catalog, Tool
 from compiler.providers import codes
@@ -70,7 +70,7 @@ def _print_text(result: dict[str, Any]) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-p", "--provider", "provider", required=True,
               help=f"One target: {', '.join(ALL_TARGETS)} (or openai = openai-chat, claude = anthropic).")
-@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path("toolc.yaml"),
+@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path(DEFAULT_CONFIG_NAME),
               show_default=True, help="The project file (used when no PATH is given).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @guarded

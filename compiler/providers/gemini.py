@@ -297,8 +297,7 @@ def _json_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
 
 
 class GeminiDialect:
-    caps = Capabilities(target="gemini", name_pattern=NAME, max_tools=MAX_DECLARATIONS, keep_refs=False,
-                        type_lists=False, root_combinators=False, strict_field=False,
+    caps = Capabilities(target="gemini", name_pattern=NAME, max_tools=MAX_DECLARATIONS, strict_field=False,
                         tools_advice="select tools with `--target` and `allow_tools`/`deny_tools` in toolc.yaml")
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:

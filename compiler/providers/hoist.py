@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from compiler.ir import JsonObject
 from compiler.providers import codes
 from compiler.providers.base import Lowering, describe, show
+from compiler.providers.names import cap
 from compiler.providers.passes import merge_schemas
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
@@ -87,8 +87,7 @@ def rename_keys(node: JsonObject, pattern: re.Pattern[str], ctx: Lowering) -> Js
 
 def _safe_key(key: str, taken: set[str]) -> str:
     base = re.sub(r"[^a-zA-Z0-9_]", "_", key).strip("_") or "arg"
-    if len(base) > 64:
-        base = base[:55] + "_" + hashlib.sha1(key.encode()).hexdigest()[:8]
+    base = cap(base, 64, key=key)
     candidate, n = base, 2
     while candidate in taken:
         candidate = f"{base[:60]}_{n}"

@@ -15,7 +15,7 @@ from compiler.diagnostics import CompilerError, Diagnostic
 from compiler.ir import Catalog, JsonObject, Tool
 from compiler.providers import anthropic, codes, gemini, openai
 from compiler.providers.base import NotStrict
-from compiler.providers.dialect import Dialect, Lowered, LowerEnv
+from compiler.providers.dialect import Dialect, Lowered, LowerEnv, options_key
 from compiler.providers.namemap import NAME_MAP_FORMAT, tool_entry
 from compiler.providers.names import assign_names
 from compiler.providers.validate import malformed, validate
@@ -73,7 +73,6 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
             violations = validate(target, lowered.definition, env.checked(target)) if not problems else []
         except NotStrict as stop:
             problems, violations = [stop.problem], []
-        entry = None
         if strict and (problems or violations):
             reasons = [f"{at}: {why}" for at, why in problems] + [str(v) for v in violations]
             lowered = dialect.lower(tool, name, env, strict=False)
@@ -88,7 +87,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
         text = "; ".join(str(v) for v in violations[:5])
         return None, None, [*lowered.losses, _diag(codes.INVALID_OUTPUT, target,
                                                    f"lowered definition fails the validator: {text}", tool)]
-    return lowered, entry or tool_entry(lowered), lowered.losses
+    return lowered, tool_entry(lowered), lowered.losses
 
 
 def _anthropic_budget(result: TargetResult, envs: dict[str, LowerEnv]) -> None:
@@ -121,13 +120,14 @@ def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: C
     result.diagnostics.extend(name_diagnostics)
     strict = wants_strict(target, config)
     options = config.providers.model_dump()
+    options_text = options_key(options)
     shared = {} if shared is None else shared
     envs: dict[str, LowerEnv] = {}
     for tool in catalog.tools:
         if tool.id not in names:
             continue
         env = envs[tool.id] = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth, options,
-                                             shared=shared)
+                                             options_key=options_text, shared=shared)
         lowered, entry, diagnostics = lower_tool(target, tool, names[tool.id], env, strict=strict)
         result.diagnostics.extend(diagnostics)
         if lowered is not None and entry is not None:

@@ -193,9 +193,6 @@ def _prune_refs(shape: Any, acting: set[str]) -> None:
                 del shape[key]
 
 
-def build_name_map(target: str, lowered: list[Lowered]) -> JsonObject:
-    return {"format": NAME_MAP_FORMAT, "target": target,
-            "tools": {item.name: tool_entry(item) for item in sorted(lowered, key=lambda x: x.name)}}
 
 
 def _apply(value: Any, shape: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:

@@ -172,7 +172,7 @@ class OpenAIDialect:
 
     def __init__(self, target: str, *, wrapped: bool) -> None:
         self.caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128,
-                                 tools_advice=ADVICE, keep_refs=True, type_lists=True, root_combinators=False)
+                                 tools_advice=ADVICE)
         self.wrapped = wrapped
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.providers import anthropic, gemini, openai
-from compiler.providers.base import SUBSCHEMA_KIND, Checked, token, type_set
+from compiler.providers.base import SUBSCHEMA_KIND, Capabilities, Checked, token, type_set
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 GEMINI_TYPES = JSON_TYPES | {t.upper() for t in JSON_TYPES}
@@ -254,9 +254,9 @@ GEMINI_JSON: tuple[NodeRule, ...] = (well_formed, allow_list(gemini.JSON_SCHEMA_
                                      json_ref_siblings)
 
 
-def _name(definition: Node, pattern: Any, at: str) -> Iterator[Violation]:
-    name = definition.get("name")
-    if not (isinstance(name, str) and pattern.match(name) and len(name) <= 64):
+def _name(definition: Node, caps: Capabilities, at: str) -> Iterator[Violation]:
+    name, pattern = definition.get("name"), caps.name_pattern
+    if not (isinstance(name, str) and pattern.match(name) and len(name) <= caps.max_name_length):
         yield from _v(at, "name", f"tool name {name!r} must match {pattern.pattern}")
 
 
@@ -288,13 +288,15 @@ def _root_object(schema: Any, at: str, *, combinators: bool) -> Iterator[Violati
 def validate_openai(definition: Node, *, wrapped: bool) -> list[Violation]:
     body = definition.get("function", {}) if wrapped else definition
     base = "/function" if wrapped else ""
-    found = list(_name(body, openai.NAME, base + "/name"))
+    caps = (openai.CHAT if wrapped else openai.RESPONSES).caps
+    found = list(_name(body, caps, base + "/name"))
     if definition.get("type") != "function" or not isinstance(body, Mapping):
         found.append(Violation("/type", "wrapper", "expected a function tool"))
         return found
     description = body.get("description", "")
-    if len(description) > 1024:
-        found.append(Violation(base + "/description", "description-length", f"{len(description)} > 1024 chars"))
+    limit = caps.max_description
+    if limit is not None and len(description) > limit:
+        found.append(Violation(base + "/description", "description-length", f"{len(description)} > {limit} chars"))
     strict = body.get("strict")
     if not isinstance(strict, bool):
         found.append(Violation(base + "/strict", "strict-explicit", "strict must be true or false"))
@@ -307,7 +309,7 @@ def validate_openai(definition: Node, *, wrapped: bool) -> list[Violation]:
 
 
 def validate_anthropic(definition: Node) -> list[Violation]:
-    found = list(_name(definition, anthropic.NAME, "/name"))
+    found = list(_name(definition, anthropic.ANTHROPIC.caps, "/name"))
     schema = definition.get("input_schema")
     found += _root_object(schema, "/input_schema", combinators=False)
     strict = definition.get("strict", False) is True
@@ -320,7 +322,7 @@ def validate_anthropic(definition: Node) -> list[Violation]:
 
 
 def validate_gemini(definition: Node) -> list[Violation]:
-    found = list(_name(definition, gemini.NAME, "/name"))
+    found = list(_name(definition, gemini.GEMINI.caps, "/name"))
     extra = set(definition) - {"name", "description", "parameters", "parametersJsonSchema"}
     if extra or ("parameters" in definition and "parametersJsonSchema" in definition):
         found.append(Violation("", "gemini-declaration", "unknown keys or both parameters and parametersJsonSchema"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from compiler.refs.pointers import DEFAULT_BASE, Loc, defs_ref
+from compiler.refs.pointers import DEFAULT_BASE, Loc, defs_ref, escape_token
 from compiler.refs.scope import Scope, Target
 from compiler.refs.walker import Report, Walker, refusal
 
@@ -110,7 +110,7 @@ class Bundler(Walker):
             Target(
                 node,
                 self.scope.root_base,
-                "/$defs/" + name.replace("~", "~0").replace("/", "~1"),
+                "/$defs/" + escape_token(name),
                 name,
                 shared=name,
             )

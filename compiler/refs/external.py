@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from compiler.diagnostics import CompilerError
-from compiler.loading import parse_document, read_bytes
+from compiler.loading import load_document
 from compiler.refs import codes
 from compiler.refs.pointers import (
     SCHEME,
@@ -56,8 +56,9 @@ class _File:
     data: Any
     slug: str | None
     """None for the main document."""
-    anchors: dict[str, list[str]] | None = None
-    """`$anchor` / `$id: "#name"` → pointer tokens, found before the file's `$id`s are dropped."""
+    anchors: dict[str, list[str]] = field(default_factory=dict)
+    """`$anchor` / `$id: "#name"` → pointer tokens, found when the file is loaded (before its `$id`s are dropped);
+    empty for the main document, whose anchors `bundle`/`inline` resolve."""
 
 
 def needs_bundling(raw: bytes) -> bool:
@@ -174,8 +175,6 @@ class ExternalBundler:
                 return  # an anchor of the main document: bundle/inline resolve it
         else:
             if fragment and not fragment.startswith("/"):
-                if target.anchors is None:
-                    target.anchors = find_anchors(target.data)
                 tokens = target.anchors.get(unquote(fragment))
                 if tokens is None:
                     refuse(codes.BAD_POINTER, f"$ref {ref!r}: no anchor {fragment!r} in {target.display}")
@@ -215,8 +214,7 @@ class ExternalBundler:
             return known
         display = self._display(path)
         try:
-            raw = read_bytes(path, display=display)
-            data = parse_document(raw, source=display, suffix=path.suffix)
+            data = load_document(path, display=display)
         except CompilerError as exc:
             return f"cannot read {display}: {exc.diagnostic.message} [{exc.diagnostic.code}]"
         slug = base = _SLUG.sub("_", display).strip("_") or "file"

@@ -85,16 +85,15 @@ def connection_for(server: ServerConfig, *, root: str, environ: Mapping[str, str
     explicit = {name.lower() for name in server.secrets}
     command = tuple(expand(part, "command") for part in (*server.command, *server.args))
     env = {key: expand(value, f"env {key}") for key, value in server.env.items()}
-    for key, value in env.items():
-        if key.lower() in explicit or looks_secret(key):
-            expand.keep(value, key)
     headers = {key: expand(value, f"header {key}") for key, value in server.headers.items()}
-    for key, value in headers.items():
-        if key.lower() in explicit or looks_secret(key):
-            expand.keep(value, key)
-            scheme, _, credential = value.partition(" ")
-            if credential and scheme.isalpha():
-                expand.keep(credential.strip(), key)
+    named = [*((key, value, False) for key, value in env.items()), *((key, value, True) for key, value in headers.items())]
+    for key, value, is_header in named:
+        if key.lower() not in explicit and not looks_secret(key):
+            continue
+        expand.keep(value, key)
+        scheme, _, credential = value.partition(" ")
+        if is_header and credential and scheme.isalpha():  # `Authorization: Bearer <token>`: the token alone too
+            expand.keep(credential.strip(), key)
     url = expand(server.url, "url") if server.url else None
     if url:
         _keep_url_credentials(url, expand)

@@ -9,7 +9,7 @@ of the document. External files are expected to be pulled in already (`RefResolv
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler.config import OpenApiConfig
 from compiler.diagnostics import Diagnostics
@@ -33,20 +33,16 @@ from compiler.sources.openapi.document import (
 from compiler.sources.openapi.operations import METHODS, assign_tool_names, build_tool, find_operations
 from compiler.sources.openapi.schema_dialect import SchemaNormalizer
 
-if TYPE_CHECKING:
-    from compiler.refs import RefResolver
 
-
-def read_openapi(document: Any, *, source_id: str, location: str, resolver: RefResolver | None,
-                 diagnostics: Diagnostics, config: OpenApiConfig | None = None) -> tuple[Source, list[Tool]]:
+def read_openapi(document: Any, *, source_id: str, location: str, diagnostics: Diagnostics,
+                 config: OpenApiConfig | None = None) -> tuple[Source, list[Tool]]:
     """Never raises on bad input: problems become TC3xx diagnostics, broken operations are skipped.
 
-    `resolver` is accepted for the pipeline's sake; the reader needs only the loaded document (external files
-    already pulled in by `resolver.load_document`), and its schemas stay `$ref`s into `Source.definitions`.
+    The reader needs only the loaded document (external files already pulled in by
+    `RefResolver.load_document`); its schemas stay `$ref`s into `Source.definitions`.
     The cyclic garbage collector is paused meanwhile: the pass allocates many small acyclic dicts next to a
     large live document, and collections that re-scan the document would cost ~15% on GitHub's spec.
     """
-    del resolver
     paused = gc.isenabled()
     gc.disable()
     try:

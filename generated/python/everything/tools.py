@@ -34,10 +34,8 @@ async def echo(
         required={
             'message': message,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:everything:echo', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:echo', _arguments, context=context)
 
 
 async def get_annotated_message(
@@ -63,8 +61,7 @@ async def get_annotated_message(
             'includeImage': include_image,
         },
     )
-    _result = await _support.call_tool('mcp:everything:get-annotated-message', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:get-annotated-message', _arguments, context=context)
 
 
 async def get_env(
@@ -75,13 +72,8 @@ async def get_env(
 
     Tool id: mcp:everything:get-env
     """
-    _arguments = _support.build_arguments(
-        _models.GetEnvInput,
-        required={},
-        optional={},
-    )
-    _result = await _support.call_tool('mcp:everything:get-env', _arguments, context=context)
-    return _result
+    _arguments = _support.build_arguments(_models.GetEnvInput)
+    return await _support.call_tool('mcp:everything:get-env', _arguments, context=context)
 
 
 async def get_resource_links(
@@ -98,13 +90,11 @@ async def get_resource_links(
     """
     _arguments = _support.build_arguments(
         _models.GetResourceLinksInput,
-        required={},
         optional={
             'count': count,
         },
     )
-    _result = await _support.call_tool('mcp:everything:get-resource-links', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:get-resource-links', _arguments, context=context)
 
 
 async def get_resource_reference(
@@ -123,14 +113,12 @@ async def get_resource_reference(
     """
     _arguments = _support.build_arguments(
         _models.GetResourceReferenceInput,
-        required={},
         optional={
             'resourceType': resource_type,
             'resourceId': resource_id,
         },
     )
-    _result = await _support.call_tool('mcp:everything:get-resource-reference', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:get-resource-reference', _arguments, context=context)
 
 
 async def get_structured_content(
@@ -150,7 +138,6 @@ async def get_structured_content(
         required={
             'location': location,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:everything:get-structured-content', _arguments, context=context)
     return _models.GetStructuredContentOutput.model_validate(_support.structured('mcp:everything:get-structured-content', _result))
@@ -176,10 +163,8 @@ async def get_sum(
             'a': a,
             'b': b,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:everything:get-sum', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:get-sum', _arguments, context=context)
 
 
 async def get_tiny_image(
@@ -190,13 +175,8 @@ async def get_tiny_image(
 
     Tool id: mcp:everything:get-tiny-image
     """
-    _arguments = _support.build_arguments(
-        _models.GetTinyImageInput,
-        required={},
-        optional={},
-    )
-    _result = await _support.call_tool('mcp:everything:get-tiny-image', _arguments, context=context)
-    return _result
+    _arguments = _support.build_arguments(_models.GetTinyImageInput)
+    return await _support.call_tool('mcp:everything:get-tiny-image', _arguments, context=context)
 
 
 async def gzip_file_as_resource(
@@ -217,15 +197,13 @@ async def gzip_file_as_resource(
     """
     _arguments = _support.build_arguments(
         _models.GzipFileAsResourceInput,
-        required={},
         optional={
             'name': name,
             'data': data,
             'outputType': output_type,
         },
     )
-    _result = await _support.call_tool('mcp:everything:gzip-file-as-resource', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:gzip-file-as-resource', _arguments, context=context)
 
 
 async def simulate_research_query(
@@ -251,8 +229,7 @@ async def simulate_research_query(
             'ambiguous': ambiguous,
         },
     )
-    _result = await _support.call_tool('mcp:everything:simulate-research-query', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:simulate-research-query', _arguments, context=context)
 
 
 async def toggle_simulated_logging(
@@ -263,13 +240,8 @@ async def toggle_simulated_logging(
 
     Tool id: mcp:everything:toggle-simulated-logging
     """
-    _arguments = _support.build_arguments(
-        _models.ToggleSimulatedLoggingInput,
-        required={},
-        optional={},
-    )
-    _result = await _support.call_tool('mcp:everything:toggle-simulated-logging', _arguments, context=context)
-    return _result
+    _arguments = _support.build_arguments(_models.ToggleSimulatedLoggingInput)
+    return await _support.call_tool('mcp:everything:toggle-simulated-logging', _arguments, context=context)
 
 
 async def toggle_subscriber_updates(
@@ -280,13 +252,8 @@ async def toggle_subscriber_updates(
 
     Tool id: mcp:everything:toggle-subscriber-updates
     """
-    _arguments = _support.build_arguments(
-        _models.ToggleSubscriberUpdatesInput,
-        required={},
-        optional={},
-    )
-    _result = await _support.call_tool('mcp:everything:toggle-subscriber-updates', _arguments, context=context)
-    return _result
+    _arguments = _support.build_arguments(_models.ToggleSubscriberUpdatesInput)
+    return await _support.call_tool('mcp:everything:toggle-subscriber-updates', _arguments, context=context)
 
 
 async def trigger_long_running_operation(
@@ -305,11 +272,9 @@ async def trigger_long_running_operation(
     """
     _arguments = _support.build_arguments(
         _models.TriggerLongRunningOperationInput,
-        required={},
         optional={
             'duration': duration,
             'steps': steps,
         },
     )
-    _result = await _support.call_tool('mcp:everything:trigger-long-running-operation', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:everything:trigger-long-running-operation', _arguments, context=context)

@@ -43,5 +43,4 @@ async def fetch(
             'raw': raw,
         },
     )
-    _result = await _support.call_tool('mcp:fetch:fetch', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:fetch:fetch', _arguments, context=context)

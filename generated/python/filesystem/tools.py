@@ -34,7 +34,6 @@ async def create_directory(
         required={
             'path': path,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:create_directory', _arguments, context=context)
     return _models.CreateDirectoryOutput.model_validate(_support.structured('mcp:filesystem:create_directory', _result))
@@ -114,7 +113,6 @@ async def get_file_info(
         required={
             'path': path,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:get_file_info', _arguments, context=context)
     return _models.GetFileInfoOutput.model_validate(_support.structured('mcp:filesystem:get_file_info', _result))
@@ -128,11 +126,7 @@ async def list_allowed_directories(
 
     Tool id: mcp:filesystem:list_allowed_directories
     """
-    _arguments = _support.build_arguments(
-        _models.ListAllowedDirectoriesInput,
-        required={},
-        optional={},
-    )
+    _arguments = _support.build_arguments(_models.ListAllowedDirectoriesInput)
     _result = await _support.call_tool('mcp:filesystem:list_allowed_directories', _arguments, context=context)
     return _models.ListAllowedDirectoriesOutput.model_validate(_support.structured('mcp:filesystem:list_allowed_directories', _result))
 
@@ -154,7 +148,6 @@ async def list_directory(
         required={
             'path': path,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:list_directory', _arguments, context=context)
     return _models.ListDirectoryOutput.model_validate(_support.structured('mcp:filesystem:list_directory', _result))
@@ -207,7 +200,6 @@ async def move_file(
             'source': source,
             'destination': destination,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:move_file', _arguments, context=context)
     return _models.MoveFileOutput.model_validate(_support.structured('mcp:filesystem:move_file', _result))
@@ -260,7 +252,6 @@ async def read_media_file(
         required={
             'path': path,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:read_media_file', _arguments, context=context)
     return _models.ReadMediaFileOutput.model_validate(_support.structured('mcp:filesystem:read_media_file', _result))
@@ -283,7 +274,6 @@ async def read_multiple_files(
         required={
             'paths': paths,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:read_multiple_files', _arguments, context=context)
     return _models.ReadMultipleFilesOutput.model_validate(_support.structured('mcp:filesystem:read_multiple_files', _result))
@@ -369,7 +359,6 @@ async def write_file(
             'path': path,
             'content': content,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:filesystem:write_file', _arguments, context=context)
     return _models.WriteFileOutput.model_validate(_support.structured('mcp:filesystem:write_file', _result))

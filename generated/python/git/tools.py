@@ -32,10 +32,8 @@ async def git_add(
             'repo_path': repo_path,
             'files': files,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:git:git_add', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_add', _arguments, context=context)
 
 
 async def git_branch(
@@ -67,8 +65,7 @@ async def git_branch(
             'not_contains': not_contains,
         },
     )
-    _result = await _support.call_tool('mcp:git:git_branch', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_branch', _arguments, context=context)
 
 
 async def git_checkout(
@@ -91,10 +88,8 @@ async def git_checkout(
             'repo_path': repo_path,
             'branch_name': branch_name,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:git:git_checkout', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_checkout', _arguments, context=context)
 
 
 async def git_commit(
@@ -117,10 +112,8 @@ async def git_commit(
             'repo_path': repo_path,
             'message': message,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:git:git_commit', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_commit', _arguments, context=context)
 
 
 async def git_create_branch(
@@ -149,8 +142,7 @@ async def git_create_branch(
             'base_branch': base_branch,
         },
     )
-    _result = await _support.call_tool('mcp:git:git_create_branch', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_create_branch', _arguments, context=context)
 
 
 async def git_diff(
@@ -179,8 +171,7 @@ async def git_diff(
             'context_lines': context_lines,
         },
     )
-    _result = await _support.call_tool('mcp:git:git_diff', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_diff', _arguments, context=context)
 
 
 async def git_diff_staged(
@@ -206,8 +197,7 @@ async def git_diff_staged(
             'context_lines': context_lines,
         },
     )
-    _result = await _support.call_tool('mcp:git:git_diff_staged', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_diff_staged', _arguments, context=context)
 
 
 async def git_diff_unstaged(
@@ -233,8 +223,7 @@ async def git_diff_unstaged(
             'context_lines': context_lines,
         },
     )
-    _result = await _support.call_tool('mcp:git:git_diff_unstaged', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_diff_unstaged', _arguments, context=context)
 
 
 async def git_log(
@@ -266,8 +255,7 @@ async def git_log(
             'end_timestamp': end_timestamp,
         },
     )
-    _result = await _support.call_tool('mcp:git:git_log', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_log', _arguments, context=context)
 
 
 async def git_reset(
@@ -287,10 +275,8 @@ async def git_reset(
         required={
             'repo_path': repo_path,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:git:git_reset', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_reset', _arguments, context=context)
 
 
 async def git_show(
@@ -313,10 +299,8 @@ async def git_show(
             'repo_path': repo_path,
             'revision': revision,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:git:git_show', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_show', _arguments, context=context)
 
 
 async def git_status(
@@ -336,7 +320,5 @@ async def git_status(
         required={
             'repo_path': repo_path,
         },
-        optional={},
     )
-    _result = await _support.call_tool('mcp:git:git_status', _arguments, context=context)
-    return _result
+    return await _support.call_tool('mcp:git:git_status', _arguments, context=context)

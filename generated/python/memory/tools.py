@@ -29,7 +29,6 @@ async def add_observations(
         required={
             'observations': observations,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:add_observations', _arguments, context=context)
     return _models.AddObservationsOutput.model_validate(_support.structured('mcp:memory:add_observations', _result))
@@ -52,7 +51,6 @@ async def create_entities(
         required={
             'entities': entities,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:create_entities', _arguments, context=context)
     return _models.CreateEntitiesOutput.model_validate(_support.structured('mcp:memory:create_entities', _result))
@@ -75,7 +73,6 @@ async def create_relations(
         required={
             'relations': relations,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:create_relations', _arguments, context=context)
     return _models.CreateRelationsOutput.model_validate(_support.structured('mcp:memory:create_relations', _result))
@@ -98,7 +95,6 @@ async def delete_entities(
         required={
             'entityNames': entity_names,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:delete_entities', _arguments, context=context)
     return _models.DeleteEntitiesOutput.model_validate(_support.structured('mcp:memory:delete_entities', _result))
@@ -121,7 +117,6 @@ async def delete_observations(
         required={
             'deletions': deletions,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:delete_observations', _arguments, context=context)
     return _models.DeleteObservationsOutput.model_validate(_support.structured('mcp:memory:delete_observations', _result))
@@ -144,7 +139,6 @@ async def delete_relations(
         required={
             'relations': relations,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:delete_relations', _arguments, context=context)
     return _models.DeleteRelationsOutput.model_validate(_support.structured('mcp:memory:delete_relations', _result))
@@ -167,7 +161,6 @@ async def open_nodes(
         required={
             'names': names,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:open_nodes', _arguments, context=context)
     return _models.OpenNodesOutput.model_validate(_support.structured('mcp:memory:open_nodes', _result))
@@ -181,11 +174,7 @@ async def read_graph(
 
     Tool id: mcp:memory:read_graph
     """
-    _arguments = _support.build_arguments(
-        _models.ReadGraphInput,
-        required={},
-        optional={},
-    )
+    _arguments = _support.build_arguments(_models.ReadGraphInput)
     _result = await _support.call_tool('mcp:memory:read_graph', _arguments, context=context)
     return _models.ReadGraphOutput.model_validate(_support.structured('mcp:memory:read_graph', _result))
 
@@ -207,7 +196,6 @@ async def search_nodes(
         required={
             'query': query,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:memory:search_nodes', _arguments, context=context)
     return _models.SearchNodesOutput.model_validate(_support.structured('mcp:memory:search_nodes', _result))

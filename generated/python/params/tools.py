@@ -56,10 +56,8 @@ async def create_pets(
         required={
             'body': body,
         },
-        optional={},
     )
-    _result = await _support.call_tool('openapi:params:createPets', _arguments, context=context)
-    return _result
+    return await _support.call_tool('openapi:params:createPets', _arguments, context=context)
 
 
 async def get_pet(
@@ -103,7 +101,6 @@ async def list_pets(
     """
     _arguments = _support.build_arguments(
         _models.ListPetsInput,
-        required={},
         optional={
             'limit': limit,
         },
@@ -132,10 +129,8 @@ async def put_raw(
             'id': id_,
             'body': body,
         },
-        optional={},
     )
-    _result = await _support.call_tool('openapi:params:putRaw', _arguments, context=context)
-    return _result
+    return await _support.call_tool('openapi:params:putRaw', _arguments, context=context)
 
 
 async def touch_pets(
@@ -154,7 +149,6 @@ async def touch_pets(
     """
     _arguments = _support.build_arguments(
         _models.TouchPetsInput,
-        required={},
         optional={
             'name': name,
             'tag': tag,
@@ -234,5 +228,4 @@ async def upload_photo(
             'labels': labels,
         },
     )
-    _result = await _support.call_tool('openapi:params:uploadPhoto', _arguments, context=context)
-    return _result
+    return await _support.call_tool('openapi:params:uploadPhoto', _arguments, context=context)

@@ -56,10 +56,8 @@ async def delete_pet(
         required={
             'id': id_,
         },
-        optional={},
     )
-    _result = await _support.call_tool('openapi:petstore:deletePet', _arguments, context=context)
-    return _result
+    return await _support.call_tool('openapi:petstore:deletePet', _arguments, context=context)
 
 
 async def find_pet_by_id(
@@ -79,7 +77,6 @@ async def find_pet_by_id(
         required={
             'id': id_,
         },
-        optional={},
     )
     _result = await _support.call_tool('openapi:petstore:find pet by id', _arguments, context=context)
     return _models.FindPetByIdOutput.model_validate(_support.structured('openapi:petstore:find pet by id', _result))
@@ -104,7 +101,6 @@ async def find_pets(
     """
     _arguments = _support.build_arguments(
         _models.FindPetsInput,
-        required={},
         optional={
             'tags': tags,
             'limit': limit,

@@ -35,7 +35,6 @@ async def convert_time(
             'time': time,
             'target_timezone': target_timezone,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:time:convert_time', _arguments, context=context)
     return _models.ConvertTimeOutput.model_validate(_support.structured('mcp:time:convert_time', _result))
@@ -58,7 +57,6 @@ async def get_current_time(
         required={
             'timezone': timezone,
         },
-        optional={},
     )
     _result = await _support.call_tool('mcp:time:get_current_time', _arguments, context=context)
     return _models.GetCurrentTimeOutput.model_validate(_support.structured('mcp:time:get_current_time', _result))

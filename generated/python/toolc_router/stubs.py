@@ -35,14 +35,15 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def build_arguments(model: Any, *, required: dict[str, Any], optional: dict[str, Any]) -> dict[str, Any]:
+def build_arguments(model: Any, *, required: dict[str, Any] | None = None,
+                    optional: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON-ready `arguments` for `call_tool`, keyed by the input schema's property names.
 
-    Optional arguments left at None are omitted. `model` is the tool's pydantic input model (None when the
+    Optional arguments left at None are omitted; a group the tool does not have is left out (None). `model` is the tool's pydantic input model (None when the
     schema could not be typed): it validates the arguments and dumps them by alias, so the keys are the wire
     names even where the Python names differ.
     """
-    data = {**required, **{key: value for key, value in optional.items() if value is not None}}
+    data = {**(required or {}), **{key: value for key, value in (optional or {}).items() if value is not None}}
     if model is None:
         plain: dict[str, Any] = _jsonable(data)
         return plain
