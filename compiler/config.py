@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.limits import Limits
 from compiler.loading import load_document
 from compiler.server_shapes import ShapeError, normalize_server_shapes
 
@@ -128,6 +129,8 @@ class Config(_Strict):
     resolver: ResolverConfig = ResolverConfig()
     policy: PolicyConfig = PolicyConfig()
     providers: ProvidersConfig = ProvidersConfig()
+    limits: Limits = Limits()
+    """Resource limits (`compiler.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from compiler import limits
 from compiler.build import Build, Emitter
 from compiler.codegen.emit import emit_python
 from compiler.config import ALL_TARGETS, Config, OpenApiConfig, RecordingConfig, ServerConfig
@@ -152,17 +153,40 @@ def compile_project(
     live: bool = False,
     out_dir: Path | None = None,
 ) -> Build:
-    """Run every stage in memory. Nothing is written: see `write_build`."""
+    """Run every stage in memory. Nothing is written: see `write_build`.
+
+    The compile runs under the project's limits (`compiler.limits`), including its memory budget: running out
+    of it anywhere is the diagnostic TC139, and the stages after it do not run."""
+    with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb):
+        return _compile(config, inputs, targets=targets, live=live, out_dir=out_dir)
+
+
+def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[str] | None, live: bool,
+             out_dir: Path | None) -> Build:
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
     chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
-    catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
-                           live=live)
+    try:
+        catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver,
+                               diagnostics, live=live)
+    except MemoryError:
+        _out_of_memory(diagnostics, config, "reading the sources")
+        catalog = build_catalog((), diagnostics)
+        return Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen)
     build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
                   previous_output=OutputFolder(out_dir or config.output_dir))
     for emit in EMITTERS:
-        emit(build)
+        try:
+            emit(build)
+        except MemoryError:
+            _out_of_memory(diagnostics, config, getattr(emit, "__name__", "emitting"))
+            break
     return build
+
+
+def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None:
+    diagnostics.error(limits.OUT_OF_MEMORY, f"the compile ran out of memory while {stage} (limits.memory_mb="
+                      f"{config.limits.memory_mb}); nothing is written")
 
 
 def write_build(build: Build, out_dir: Path) -> None:

@@ -30,6 +30,12 @@ TOO_DEEP = "TC208"
 UNSUPPORTED = "TC209"
 NOT_AN_OBJECT = "TC210"
 
-MAX_NESTING = 500
+MAX_NESTING = 100
 """How many schema levels `bundle` / `inline` / `load_document` walk (Python recursion stays well below the
-interpreter's limit; a deeper schema is a TC208 diagnostic, never a RecursionError)."""
+interpreter's limit; a deeper schema is a TC208 diagnostic, never a RecursionError). A schema level is up to two
+JSON levels (`properties` → name → schema), so a walked result stays below MAX_OUTPUT_DEPTH."""
+
+MAX_OUTPUT_DEPTH = 230
+"""JSON levels an `inline` result may have (memoised definitions are reused at any depth, so the walk alone
+does not bound it). orjson, which writes every output file, refuses more than 254, and the providers' passes
+recurse once per level; a deeper result is TC208 and replaced by `{}`."""

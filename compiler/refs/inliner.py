@@ -2,7 +2,8 @@
 
 Each `$ref` is replaced by its target, expanded in turn, merged with the ref's siblings (`walker.merge`).
 A target already being expanded `k` times on the current path is expanded again while `k <= max_depth`,
-then pruned to its type and description (TC205, once per tool and ref). `count` is the size of the output
+then pruned to its type and description (TC205, once per tool and ref); past half of `codes.MAX_NESTING`
+a recursive target is pruned at once, so unrolling never runs into the nesting limit (TC208). `count` is the size of the output
 tree (a memoised result counts its full size each time it is used): past `node_budget`, refs are pruned
 (TC207), so exponential fan-out ends in bounded time and output.
 
@@ -61,9 +62,12 @@ class Inliner(Walker):
             return refusal(out, ref)
         del out["$ref"]
         opened = self.active.get(target.key, 0)
-        if opened > self.max_depth:
+        # Past half the nesting limit a recursive ref is not unrolled again: unrolling would reach the limit
+        # (TC208, an error) where pruning the recursion is the usual warning.
+        if opened > self.max_depth or (opened and depth > codes.MAX_NESTING // 2):
+            unrolled = min(opened - 1, self.max_depth)
             message = (
-                f"recursive $ref {ref!r} unrolled {self.max_depth} time(s), then pruned to its type and "
+                f"recursive $ref {ref!r} unrolled {unrolled} time(s), then pruned to its type and "
                 f"description"
             )
             self.note(codes.RECURSION_PRUNED, message, loc, (self.once, ref))

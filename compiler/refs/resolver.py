@@ -34,6 +34,29 @@ class _Memo:
         self.inlined: dict[bool, InlineMemo] = {False: {}, True: {}}
 
 
+def _deeper_than(root: Any, limit: int) -> bool:
+    """Whether `root` nests more than `limit` JSON levels. Results share subtrees (memoised definitions), so
+    heights are kept per object: linear in the distinct containers, and a loop rather than recursion."""
+    if not isinstance(root, dict | list):
+        return False
+    heights: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in heights:
+            continue
+        children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
+        if done:
+            height = 1 + max((heights[id(c)] for c in children), default=0)
+            if height > limit:
+                return True
+            heights[id(node)] = height
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in heights)
+    return False
+
+
 class RefResolver:
     """Resolves `$ref`s for every source. Results are read-only: they share unchanged subtrees with the input
     and with each other (memoised definitions); copy before mutating. The shared `defs` passed to `bundle` and
@@ -114,7 +137,12 @@ class RefResolver:
             node_budget=self.node_budget,
             once=(source, tool),
         )
-        return self._run(walker, schema, source, tool)
+        result = self._run(walker, schema, source, tool)
+        if _deeper_than(result, codes.MAX_OUTPUT_DEPTH):
+            self._emit(codes.TOO_DEEP, f"the inlined schema nests deeper than {codes.MAX_OUTPUT_DEPTH} levels; "
+                       "replaced by {}", source=source, tool=tool, pointer="")
+            return {}
+        return result
 
     # -- internals --------------------------------------------------------------------------------------
 
