@@ -13,7 +13,10 @@ The rules, applied in order (every step is deterministic):
 4. Empty results get a fallback word; a leading digit gets a prefix (`1st` → `p_1st`).
 5. Keywords, soft keywords, builtins and names the caller reserves get a trailing underscore (`class` →
    `class_`, `self` → `self_`).
-6. `unique_names` resolves names that sanitise alike: a raw name that is already its own sanitised form (or is
+6. A name longer than `limits.max_identifier_length` (default 80) is cut and ends in `_` + the first 8 hex
+   digits of the SHA-256 of its raw text, before any code generator sees it (a property name thousands of
+   characters long would otherwise be carried through every stage, and formatted, at full length).
+7. `unique_names` resolves names that sanitise alike: a raw name that is already its own sanitised form (or is
    it minus the keyword underscore: `class` for `class_`) keeps it; every other one gets `_` + the first 8 hex digits of the SHA-256 of its raw text. The suffix depends only
    on the name itself, so adding a tool never renames another tool's collision-suffixed function.
 """
@@ -26,6 +29,8 @@ import keyword
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+
+from compiler import limits
 
 PYTHON_RESERVED: frozenset[str] = frozenset(
     {*keyword.kwlist, *keyword.softkwlist, "type", *dir(builtins), "self", "cls"}
@@ -56,6 +61,14 @@ def words(text: str) -> list[str]:
     return _WORD.findall(fold_ascii(text))
 
 
+def capped(name: str, raw: str, limit: int | None = None) -> str:
+    """`name` cut to the identifier length limit, with a hash of `raw` so cut names stay distinct."""
+    cap = limits.current().max_identifier_length if limit is None else limit
+    if len(name) <= cap:
+        return name
+    return f"{name[:cap - 9].rstrip('_')}_{name_hash(raw)}"
+
+
 def is_safe_identifier(name: str) -> bool:
     """A plain ASCII identifier that is neither a keyword nor a dunder."""
     return bool(_IDENTIFIER.match(name)) and not keyword.iskeyword(name) and not name.startswith("__")
@@ -66,6 +79,7 @@ def snake_name(raw: str, *, fallback: str, prefix: str, reserved: Iterable[str] 
     name = "_".join(word.lower() for word in words(raw)) or fallback
     if name[0].isdigit():
         name = f"{prefix}_{name}"
+    name = capped(name, raw)
     if name in PYTHON_RESERVED or name in set(reserved):
         name += "_"
     return name
@@ -82,6 +96,7 @@ def pascal_name(raw: str, *, fallback: str, prefix: str = "T") -> str:
     name = "".join(parts) or fallback
     if name[0].isdigit():
         name = prefix + name
+    name = capped(name, raw)
     if name in PYTHON_RESERVED:
         name += "_"
     return name

@@ -42,6 +42,7 @@ from compiler.codegen.models import (
     ModelsModule,
     analyse,
     ascii_fields,
+    long_field_aliases,
     ref_target,
     run_datamodel_codegen,
 )
@@ -67,6 +68,8 @@ class _Job:
     """(folded duplicate, its canonical model) pairs whose canonical model is in this chunk."""
     allow_calls: frozenset[str]
     weight: int
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(property name, field name) for names too long to be fields as they are (`models.long_field_aliases`)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ def _run(job: _Job) -> ModelsModule:
     The `class Dup(Canonical): pass` lines are written here from two names that are safe identifiers (checked),
     with the canonical one a class of the checked module and the duplicate not yet defined in it; otherwise the
     duplicate gets no model (the stubs report TC602 and type it as Any)."""
-    code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header))
+    code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases)))
     tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
     models = analyse(code, tree, module=job.module)
     classes = {statement.name for statement in tree.body if isinstance(statement, ast.ClassDef)}
@@ -211,9 +214,10 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
     for index, chunk in enumerate(chunks):
         module = f"_models_{index:0{width}d}" if split else ""
         subclasses = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
+        schema = {"$defs": {name: table[name] for name in chunk}}
         jobs.append(_Job(
-            filename=f"{package}/{module or 'models'}.py", module=module,
-            schema={"$defs": {name: table[name] for name in chunk}},
+            filename=f"{package}/{module or 'models'}.py", module=module, schema=schema,
+            aliases=tuple(sorted(long_field_aliases(schema).items())),
             header=header if not split else f"{header}\n# Chunk {index} of {len(chunks)}; models.py re-exports it.",
             subclasses=subclasses, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk)))
     modules = _run_all(jobs)

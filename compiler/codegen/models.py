@@ -31,6 +31,7 @@ from typing import Any
 
 import libcst
 
+from compiler import limits
 from compiler.codegen.identifiers import snake_name
 from compiler.refs import escape_token, unescape_token
 
@@ -186,12 +187,49 @@ class ModelGenerationError(RuntimeError):
 FORMATTER_SETTINGS = Path(__file__).resolve().parent / "formatter_settings"
 
 
-def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str) -> str:
+def long_field_aliases(schema: Any) -> dict[str, str]:
+    """Property name → field name, for every property name longer than `limits.max_identifier_length`: the
+    generator gets a short field name (cut, with a hash) and keeps the name itself as the field's alias, so a
+    name thousands of characters long is never an identifier (nor formatted as one)."""
+    cap = limits.current().max_identifier_length
+    aliases: dict[str, str] = {}
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            properties = node.get("properties")
+            if isinstance(properties, Mapping):
+                for raw in properties:
+                    if isinstance(raw, str) and len(raw) > cap and raw not in aliases:
+                        aliases[raw] = snake_name(raw, fallback="field", prefix="field")
+            stack.extend(value for value in node.values() if isinstance(value, Mapping | list))
+        elif isinstance(node, list):
+            stack.extend(value for value in node if isinstance(value, Mapping | list))
+    return aliases
+
+
+def split_source_lines(source: str) -> list[str]:
+    """Physical lines with their ends, as the generator's builtin formatter splits them, in linear time."""
+    return _LINE.findall(source)
+
+
+def _linear_line_splitting() -> None:
+    """The pinned generator's formatter splits source into lines by appending one character at a time, which
+    is quadratic in the length of a line: a 1.6 MB property name (kept as the field's alias) took a minute.
+    Swap in the same split done by one regex (the result is equal, see tests/test_hostile_limits.py)."""
+    from datamodel_code_generator import _builtin_formatter
+
+    if getattr(_builtin_formatter, "_splitlines_no_ff", None) is not split_source_lines:
+        _builtin_formatter._splitlines_no_ff = split_source_lines
+
+
+def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str, aliases: Mapping[str, str] | None = None) -> str:
     from datamodel_code_generator import generate
     from datamodel_code_generator.enums import DataModelType, InputFileType
     from datamodel_code_generator.format import Formatter, PythonVersion
     from datamodel_code_generator.parser import LiteralType
 
+    _linear_line_splitting()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -212,6 +250,7 @@ def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str) -> str:
                 type_mappings=_plain_formats(),
                 settings_path=FORMATTER_SETTINGS,
                 builtin_format_line_length=88,
+                aliases=dict(aliases) if aliases else None,
             )
     except Exception as exc:  # the library raises many unrelated types; all mean "no models for this source"
         raise ModelGenerationError(f"{type(exc).__name__}: {exc}") from exc

@@ -45,6 +45,7 @@ from typing import Any
 
 import libcst
 
+from compiler import limits
 from compiler.build import Build
 from compiler.codegen.env import render
 from compiler.codegen.identifiers import pascal_name, snake_name, unique_names
@@ -52,6 +53,7 @@ from compiler.codegen.keep import kept_functions, merge_kept
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.model_chunks import GeneratedModels, generate_models
 from compiler.codegen.models import ModelGenerationError, ModelRequest, ModelsModule, combine
+from compiler.codegen.patterns import drop_bad_patterns
 from compiler.codegen.signatures import Imports, Param, parameters
 from compiler.diagnostics import CompilerError
 from compiler.ir import Source, Tool
@@ -65,9 +67,20 @@ FOREIGN_REF = "TC605"
 KEPT_ORPHAN = "TC606"
 KEEP_UNPARSABLE = "TC607"
 BUNDLE_FAILED = "TC608"
+SHADOWING_PACKAGE = "TC610"
+BAD_PATTERN = "TC611"
+NAME_CUT = "TC612"
 
-PACKAGE_RESERVED = frozenset({*sys.stdlib_module_names, "toolc_router", "compiler", "pydantic", "pydantic_core",
-                              "mcp", "httpx", "httpx2", "typing_extensions", "annotated_types"})
+RUNTIME_PACKAGES = frozenset({
+    "toolc_router", "compiler", "pydantic", "pydantic_core", "pydantic_settings", "typing_extensions",
+    "typing_inspection", "annotated_types", "mcp", "mcp_types", "httpx", "httpx2", "httpcore", "httpcore2", "h11",
+    "anyio", "sniffio", "idna", "certifi", "jsonschema", "jsonschema_specifications", "referencing", "rpds",
+    "attrs", "attr", "starlette", "sse_starlette", "uvicorn", "multipart", "python_multipart", "jwt", "dotenv",
+    "opentelemetry", "yaml", "click", "truststore",
+})
+"""Import names the generated router runs on (its dependencies and theirs): a source package of the same name
+next to `toolc_router/` would shadow it for every import."""
+PACKAGE_RESERVED = frozenset({*sys.stdlib_module_names, *RUNTIME_PACKAGES})
 FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
 """Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
 _ALLOWED_CALLS = frozenset({"model_rebuild"})
@@ -92,6 +105,14 @@ def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
 
 def generate_stubs(build: Build) -> dict[str, bytes]:
     packages = package_names(build.catalog.sources)
+    for source in build.catalog.sources:
+        plain = snake_name(source.id, fallback="source", prefix="s")
+        if plain in PACKAGE_RESERVED and packages[source.id] != plain:
+            what = "a module of the standard library" if plain in sys.stdlib_module_names else \
+                "a package the generated router imports"
+            build.diagnostics.warning(SHADOWING_PACKAGE, f"package name {plain!r} would shadow {what}; the stubs "
+                                      f"of this source are the package {packages[source.id]!r}",
+                                      source=source.location or source.id)
     files: dict[str, bytes] = {}
     for source in build.catalog.sources:
         tools = [tool for tool in build.catalog.tools if tool.source == source.id]
@@ -143,7 +164,10 @@ class _SourcePackage:
         stubs: list[_Stub] = []
         for tool in self.tools:
             name = names[tool.name]
-            if name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
+            if len(tool.name) > limits.current().max_identifier_length:
+                self.build.diagnostics.info(NAME_CUT, f"stub name cut to {name} (the tool name is longer than "
+                                            "limits.max_identifier_length)", tool=tool.id, **self.where)
+            elif name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
                 self.build.diagnostics.info(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
                                             tool=tool.id, **self.where)
             key = classes[name]
@@ -152,12 +176,18 @@ class _SourcePackage:
 
     def _bundle(self, tool: Tool, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
         try:
-            return self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
-                                              source=self.source.id, tool=tool.id)
+            bundled = self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
+                                                 source=self.source.id, tool=tool.id)
         except CompilerError as exc:
             self.build.diagnostics.warning(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
                                            tool=tool.id, pointer=pointer, **self.where)
             return {"type": "object"}
+        cleaned, dropped = drop_bad_patterns(bundled, pointer)
+        for bad in dropped:
+            self.build.diagnostics.warning(BAD_PATTERN, f"pattern {bad.pattern[:80]!r} would not compile when the "
+                                           f"models are imported ({bad.reason}); dropped from the typed model",
+                                           tool=tool.id, pointer=bad.pointer, **self.where)
+        return cleaned  # type: ignore[no-any-return]
 
     def _models(self, stubs: list[_Stub]) -> GeneratedModels:
         requests: list[ModelRequest] = []
