@@ -42,6 +42,7 @@ UNREACHABLE = "TC511"
 INCOMPATIBLE = "TC512"
 NO_TOOLS_CAPABILITY = "TC513"
 BAD_SERVER_CONFIG = "TC515"
+NOT_UTF8 = "TC516"
 UNEXPECTED = "TC530"
 
 _SDK_CONNECTION_CLOSED = -32000
@@ -127,9 +128,13 @@ async def fetch_server(server: ServerConfig, *, root: str) -> Outcome:
     except _Failed:
         outcome.document = None
     except Exception as exc:  # whatever a server or transport does becomes this server's diagnostic
-        leaf = _leaf(exc)
-        if not isinstance(leaf, _Failed):  # a _Failed that crossed the SDK's task groups is already reported
-            _classify(talk, leaf)
+        undecodable = _find(exc, UnicodeDecodeError)
+        if undecodable is not None:
+            _not_utf8(talk, undecodable)
+        else:
+            leaf = _leaf(exc)
+            if not isinstance(leaf, _Failed):  # a _Failed that crossed the SDK's task groups is already reported
+                _classify(talk, leaf)
         outcome.document = None
     finally:
         stderr.close()
@@ -242,6 +247,29 @@ def _leaf(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
         exc = (inner or list(exc.exceptions))[0]
     return exc
+
+
+def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first `kind` inside (possibly nested) exception groups."""
+    pending = [exc]
+    while pending:
+        current = pending.pop(0)
+        if isinstance(current, kind):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+    return None
+
+
+def _not_utf8(talk: _Conversation, exc: BaseException) -> None:
+    """The SDK's stdio reader stops at bytes that are not UTF-8 (MCP messages are UTF-8 JSON) and the request
+    then waits for its timeout: that timeout, or the closed connection, is a consequence, not the cause."""
+    diagnostics = talk.outcome.diagnostics
+    diagnostics.items[:] = [d for d in diagnostics if d.code not in (REQUEST_TIMEOUT, CONNECTION_CLOSED, NOT_JSON_RPC)]
+    where = ""
+    if isinstance(exc, UnicodeDecodeError):
+        where = f": byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start} of a read ({exc.reason})"
+    talk.fail(NOT_UTF8, f"the server wrote bytes that are not UTF-8 while {talk.phase}{where}")
 
 
 def _classify(talk: _Conversation, exc: BaseException) -> None:

@@ -11,6 +11,7 @@ recording cannot differ. Diagnostics are merged in the order the servers were gi
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -22,11 +23,13 @@ import anyio
 import orjson
 
 from compiler.config import ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.diagnostics import CompilerError, Diagnostics
+from compiler.loading import check_depth
 from compiler.serialize import compact_json
 from compiler.sources.mcp_fetch import Outcome, fetch_server
 
 STOPPED_BY_STRICT = "TC514"
+UNSTORABLE = "TC517"
 
 
 def fetch_listings(servers: Sequence[ServerConfig], diagnostics: Diagnostics, *, root: Path | str,
@@ -55,7 +58,7 @@ async def _list_all(servers: list[ServerConfig], root: str, strict: bool, stream
             async def one(server: ServerConfig) -> None:
                 outcome = await fetch_server(server, root=root)
                 if outcome.document is not None:
-                    outcome.document = canonical(outcome.document)
+                    outcome.document = storable(outcome.document, outcome.diagnostics, server.id)
                 outcomes[server.id] = outcome
                 reporter.done(outcome)
                 if strict and not outcome.ok:
@@ -73,6 +76,23 @@ async def _list_all(servers: list[ServerConfig], root: str, strict: bool, stream
                                                          "at the first failure", source=server.id)
         ordered.append(outcome)
     return ordered
+
+
+def storable(document: Any, diagnostics: Diagnostics, server: str) -> Any:
+    """`canonical(document)`, or None with this server's diagnostic when JSON cannot hold it: nesting past
+    `limits.max_depth` (TC131), or a number no JSON reader agrees on (TC517). An integer beyond 64 bits becomes
+    a float, as orjson reads it from a recording (the SDK's parser keeps it exact, orjson cannot write it)."""
+    try:
+        check_depth(document, source=server)
+        try:
+            return canonical(document)
+        except TypeError:  # orjson: "Integer exceeds 64-bit range"
+            return canonical(orjson.loads(json.dumps(document, allow_nan=False)))
+    except CompilerError as exc:
+        diagnostics.add(exc.diagnostic)
+    except (TypeError, ValueError) as exc:
+        diagnostics.error(UNSTORABLE, f"the listing cannot be stored as JSON: {exc}", source=server)
+    return None
 
 
 def canonical(document: Any) -> Any:

@@ -11,6 +11,10 @@ It speaks raw JSON-RPC lines (no SDK), so it can say what an SDK server never wo
     mute-list legacy handshake, then never answers `tools/list`
     exit      prints a fatal error on stderr and exits at once
     secret    legacy, echoing $CANARY_TOKEN into a tool description and on stderr (exits if $CANARY_FAIL)
+    bad-utf8  legacy handshake, then answers `tools/list` with bytes that are not UTF-8
+    bad-json  legacy handshake, then answers `tools/list` with a truncated JSON-RPC line
+    big-int   legacy, with a tool whose schema holds an integer beyond 64 bits
+    deep      legacy, with a tool whose schema is nested 300 levels deep
 """
 
 from __future__ import annotations
@@ -44,6 +48,14 @@ def tools() -> list[dict[str, Any]]:
                 {"description": "no name at all", "inputSchema": {"type": "object"}},
                 {"name": "no_schema", "description": "inputSchema missing"},
                 {"name": "second_good", "inputSchema": {"type": "object", "properties": {}}}]
+    if MODE == "big-int":
+        return [good, {"name": "huge", "inputSchema": {"type": "object", "properties": {
+                    "n": {"type": "integer", "maximum": 10**30}}}}]
+    if MODE == "deep":
+        deep: dict[str, Any] = {"type": "string"}
+        for _ in range(150):
+            deep = {"type": "array", "items": deep}
+        return [good, {"name": "deep", "inputSchema": {"type": "object", "properties": {"d": deep}}}]
     if MODE == "secret":
         token = os.environ.get("CANARY_TOKEN", "")
         good = {**good, "description": f"Echo. Configured with token {token}."}
@@ -96,7 +108,15 @@ def main() -> None:
             sys.stdout.write("Traceback? no: this server prints plain text instead of JSON-RPC\n")
             sys.stdout.flush()
             sys.exit(1)
-        reply = answer(json.loads(line))
+        request = json.loads(line)
+        if request.get("method") == "tools/list" and MODE in ("bad-utf8", "bad-json"):
+            text = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": tools()}})
+            raw = text.replace("Echo the text", "Echo \udcff").encode("utf-8", "surrogateescape") \
+                if MODE == "bad-utf8" else text[: len(text) // 2].encode()
+            sys.stdout.buffer.write(raw + b"\n")
+            sys.stdout.buffer.flush()
+            continue
+        reply = answer(request)
         if reply is not None:
             send(reply)
 
