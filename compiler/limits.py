@@ -8,7 +8,11 @@ Each limit has a documented default that the project file's `limits:` section ca
       max_alias_nodes: 100000    # TC132  YAML aliases may stand for at most this many nodes in all
       max_number_length: 100     # TC134  a YAML number written with more characters than this
       max_identifier_length: 80  # TC612  longer names are cut (with a hash) before code generation
-      memory_mb: 4096            # TC139  address space a compile may add (workers inherit it); 0 = unbounded
+      memory_mb: 4096            # TC139  address space a compile may add, and each worker process; 0 = unbounded
+
+The memory budget is enforced by checks: before a document is read (its size times `PARSE_FACTOR` must fit),
+after each stage of the pipeline, and in each model-generator worker (an RLIMIT_AS of its own); a hard
+RLIMIT_AS of `BACKSTOP` budgets stops a runaway inside one stage (see `memory_budget`).
 
 The values in force are a context variable, set by `pipeline.compile_project` for the duration of one compile
 (`use(limits)`); code that has no project at hand (the config loader, tests, the fuzz bench) gets the defaults.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import resource
 import sys
 from collections.abc import Iterator
@@ -86,26 +91,96 @@ def _address_space() -> int | None:
     return pages * resource.getpagesize()
 
 
+_CEILING: contextvars.ContextVar[int | None] = contextvars.ContextVar("toolc_memory_ceiling", default=None)
+"""Address space (bytes) the running compile may reach: what the process held when it began plus its budget."""
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is memory running out: a MemoryError, or what the interpreter raises when it cannot map a
+    lazily imported extension module or start a thread under an address-space limit."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    if isinstance(exc, ImportError):
+        return "failed to map segment" in text or "cannot allocate memory" in text.lower()
+    if isinstance(exc, RuntimeError):
+        return "can't start new thread" in text
+    return isinstance(exc, OSError) and exc.errno == errno.ENOMEM
+
+
+def headroom() -> int | None:
+    """Bytes the running compile may still add, or None when it has no budget (or it cannot be measured)."""
+    ceiling, used = _CEILING.get(), _address_space()
+    if ceiling is None or used is None:
+        return None
+    return max(0, ceiling - used)
+
+
+def over_budget() -> bool:
+    left = headroom()
+    return left is not None and left == 0
+
+
+PARSE_FACTOR = 16
+"""Address space reading a document may take, per byte of it (Python objects for JSON are 5-10 times the text)."""
+
+
+def room_to_parse(size: int) -> str | None:
+    """None when a document of `size` bytes can be read within the memory budget, else why not. Checked before
+    the parser runs, so that a document too big for the budget never starts to be read."""
+    left = headroom()
+    if left is None or left >= PARSE_FACTOR * size:
+        return None
+    return (f"reading {size / 2**20:.1f} MiB may take {PARSE_FACTOR * size / 2**20:.0f} MiB, and the memory budget "
+            f"leaves {left / 2**20:.0f} MiB (limits.memory_mb)")
+
+
+BACKSTOP = 2
+"""The hard address-space limit of a compile is this many budgets above its start: the budget is enforced by
+checks (before a document is read, after each stage, in each worker), and the limit only stops a runaway
+inside one stage. CPython does not survive every failed allocation (threads, multiprocessing, GC), so the
+checks, not the limit, are what normally report TC139."""
+
+
+def _lower_limit(ceiling: int) -> tuple[int, int] | None:
+    """Lower the soft RLIMIT_AS to `ceiling` (never raising it); the previous limits, or None if unchanged."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    if soft != resource.RLIM_INFINITY and soft <= ceiling:
+        return None
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
+    return soft, hard
+
+
 @contextlib.contextmanager
 def memory_budget(megabytes: int) -> Iterator[None]:
-    """Lower the soft RLIMIT_AS to what the process maps now plus `megabytes` for the block, then restore it.
+    """Run a compile with a budget of `megabytes` of address space above what the process maps now.
 
-    Past it an allocation fails with MemoryError (the pipeline turns that into TC139) instead of taking the
-    machine down; forked workers inherit the limit. A no-op where address space cannot be measured or limited
-    (not Linux), with a budget of 0, or when an existing limit is already tighter."""
+    A no-op with a budget of 0, or where address space cannot be measured (not Linux)."""
     used = _address_space() if megabytes > 0 and sys.platform.startswith("linux") else None
     if used is None:
         yield
         return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = used + megabytes * 1024 * 1024
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    if soft != resource.RLIM_INFINITY and soft <= wanted:
-        yield
-        return
-    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+    budget = megabytes * 1024 * 1024
+    token = _CEILING.set(used + budget)
+    previous = _lower_limit(used + BACKSTOP * budget)
     try:
         yield
     finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        if previous is not None:
+            resource.setrlimit(resource.RLIMIT_AS, previous)
+        _CEILING.reset(token)
+
+
+def worker_budget() -> int:
+    """The budget (MiB) a worker process gets: that of the running compile (0 when none)."""
+    return current().memory_mb if _CEILING.get() is not None else 0
+
+
+def cap_worker(megabytes: int) -> None:
+    """Process-pool initializer: a worker may add `megabytes` to what it maps when it starts. Past that its
+    allocations fail; a worker that dies is a broken pool, which its stage reports."""
+    used = _address_space()
+    if megabytes > 0 and used is not None:
+        _lower_limit(used + megabytes * 1024 * 1024)

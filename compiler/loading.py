@@ -55,6 +55,9 @@ def check_size(data: bytes | str, *, source: str, limits: Limits | None = None) 
     if len(data) > chosen.max_document_bytes:
         raise _fail(codes.DOCUMENT_TOO_BIG, f"the document is bigger than max_document_mb={chosen.max_document_mb:g} "
                     "MiB (limits.max_document_mb)", source)
+    problem = codes.room_to_parse(len(data))
+    if problem is not None:
+        raise _fail(codes.OUT_OF_MEMORY, problem, source)
 
 
 def _too_deep_pointer(root: Any, limit: int) -> str | None:
@@ -106,6 +109,9 @@ def parse_json(data: bytes | str, *, source: str, limits: Limits | None = None) 
         where = f"{source}:{exc.lineno}:{exc.colno}"
         if "depth limit" in reason or "recursion" in reason.lower():
             raise _fail(TOO_DEEP, "nesting is deeper than 1024 levels", where) from None
+        if "memory" in reason.lower():
+            raise _fail(codes.OUT_OF_MEMORY, f"out of memory reading the document ({reason}); see limits.memory_mb",
+                        where) from None
         if "infinity" in reason:
             raise _fail(codes.NOT_FINITE, f"a number too large for a double: {reason}", where) from None
         if "UTF-8" in reason or "surrogate" in reason:

@@ -169,23 +169,32 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
     try:
         catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver,
                                diagnostics, live=live)
-    except MemoryError:
-        _out_of_memory(diagnostics, config, "reading the sources")
+    except Exception as exc:
+        if not limits.is_out_of_memory(exc):
+            raise
+        _out_of_memory(diagnostics, config, "while reading the sources")
         catalog = build_catalog((), diagnostics)
         return Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen)
     build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
                   previous_output=OutputFolder(out_dir or config.output_dir))
+    stage = "reading the sources"
     for emit in EMITTERS:
+        if limits.over_budget():
+            _out_of_memory(diagnostics, config, f"after {stage}")
+            break
+        stage = getattr(emit, "__name__", "emitting")
         try:
             emit(build)
-        except MemoryError:
-            _out_of_memory(diagnostics, config, getattr(emit, "__name__", "emitting"))
+        except Exception as exc:
+            if not limits.is_out_of_memory(exc):
+                raise
+            _out_of_memory(diagnostics, config, f"in {stage}")
             break
     return build
 
 
 def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None:
-    diagnostics.error(limits.OUT_OF_MEMORY, f"the compile ran out of memory while {stage} (limits.memory_mb="
+    diagnostics.error(limits.OUT_OF_MEMORY, f"the compile went over its memory budget {stage} (limits.memory_mb="
                       f"{config.limits.memory_mb}); nothing is written")
 
 

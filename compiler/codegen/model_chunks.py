@@ -35,6 +35,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any
 
+from compiler import limits
 from compiler.codegen.identifiers import is_safe_identifier
 from compiler.codegen.literals import check_module
 from compiler.codegen.models import (
@@ -177,7 +178,8 @@ def _run_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
     context = start_context()
     if context.get_start_method() == "fork":
         _warm_up()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=limits.cap_worker,
+                               initargs=(limits.worker_budget(),))
     try:
         futures = {i: pool.submit(_run, jobs[i]) for i in sorted(range(len(jobs)), key=lambda i: -jobs[i].weight)}
         return [futures[i].result() for i in range(len(jobs))]
