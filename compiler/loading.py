@@ -9,6 +9,7 @@ follows `$ref`: that is `refs`' job.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -39,23 +40,26 @@ def read_bytes(path: Path, *, display: str | None = None, limits: Limits | None 
     cap = (limits or codes.current()).max_document_bytes
     try:
         with path.open("rb") as handle:
-            data = handle.read(cap + 1)  # never more than the limit in memory, whatever the file's size
+            size = os.fstat(handle.fileno()).st_size
+            # Never more than the limit in memory, whatever the file's size (a pipe or device says 0).
+            data = handle.read(cap + 1) if size == 0 else b"" if size > cap else handle.read()
     except FileNotFoundError:
         raise _fail(UNREADABLE, "file not found", where) from None
     except IsADirectoryError:
         raise _fail(UNREADABLE, "is a directory, expected a JSON or YAML file", where) from None
     except OSError as exc:
         raise _fail(UNREADABLE, f"cannot read: {exc.strerror or exc}", where) from None
-    check_size(data, source=where, limits=limits)
+    check_size(data, source=where, limits=limits, size=max(size, len(data)))
     return data
 
 
-def check_size(data: bytes | str, *, source: str, limits: Limits | None = None) -> None:
+def check_size(data: bytes | str, *, source: str, limits: Limits | None = None, size: int | None = None) -> None:
     chosen = limits or codes.current()
-    if len(data) > chosen.max_document_bytes:
+    size = len(data) if size is None else size
+    if size > chosen.max_document_bytes:
         raise _fail(codes.DOCUMENT_TOO_BIG, f"the document is bigger than max_document_mb={chosen.max_document_mb:g} "
                     "MiB (limits.max_document_mb)", source)
-    problem = codes.room_to_parse(len(data))
+    problem = codes.room_to_parse(size)
     if problem is not None:
         raise _fail(codes.OUT_OF_MEMORY, problem, source)
 
