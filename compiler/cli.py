@@ -102,4 +102,4 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
         if report_path is not None:
             diags = build.diagnostics if build else Diagnostics()
             report_path.write_bytes(canonical_json(report(build.catalog if build else None, diags,
-                                                              extra=build.artifacts.get("report") if build else None)))
+                                                              extra=build.report_extra() if build else None)))

@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 
 import click
 
-from compiler.config import ALL_TARGETS, Config, load_config
+from compiler.config import Config, load_config
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.providers.registry import ALIASES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 INTERNAL_ERROR = "TC999"
@@ -78,10 +79,9 @@ def guarded(command: F) -> F:
 def parse_targets(value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
-    aliases = {"openai": ("openai-chat", "openai-responses"), "claude": ("anthropic",), "all": ALL_TARGETS}
     targets: list[str] = []
     for part in value.split(","):
         part = part.strip()
         if part and part != "none":  # `--target none` (or "") compiles the catalog only
-            targets.extend(aliases.get(part, (part,)))
+            targets.extend(ALIASES.get(part, (part,)))
     return tuple(targets)

@@ -1,6 +1,8 @@
-"""The only place that orders the stages: sources → IR catalog → emitters (schemas, code, lock) → output.
+"""The only place that orders the stages (`compile_project` is the recipe):
 
-    config ─► read sources ─► Catalog ─► EMITTERS (each adds files to the Build) ─► atomic write
+    config ─► read sources ─► Catalog ─► catalog.json ─► providers (schemas/) ─► codegen (python/) ─► lock ─► write
+
+Each stage adds its files to the `Build` and hands on a typed value the later ones read (`build.py`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.build import Build, Emitter
+from compiler.build import Build
+from compiler.codegen.cache import load_record, save_record
 from compiler.codegen.emit import emit_python
 from compiler.config import ALL_TARGETS, Config, OpenApiConfig, RecordingConfig, ServerConfig
 from compiler.diagnostics import CompilerError, Diagnostics
@@ -27,11 +30,6 @@ from compiler.sources.recording import read_recording
 UNKNOWN_KIND = "TC104"
 DUPLICATE_SOURCE = "TC106"
 UNKNOWN_TARGET = "TC107"
-
-# Each emitter adds its files to the Build; order matters where a stage reads another's artifacts.
-# emit_lock stays last: it hashes what the others produced (insert new emitters before it).
-EMITTERS: tuple[Emitter, ...] = (emit_catalog, emit_providers, emit_python, emit_lock)
-
 
 @dataclass(frozen=True)
 class Input:
@@ -158,12 +156,18 @@ def compile_project(
     chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
     catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
                            live=live)
+    destination = out_dir or config.output_dir
     build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
-                  previous_output=OutputFolder(out_dir or config.output_dir))
-    for emit in EMITTERS:
-        emit(build)
+                  previous_output=OutputFolder(destination), previous_codegen=load_record(destination))
+    emit_catalog(build)                        # catalog.json: the IR as read
+    build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
+    build.codegen = emit_python(build)         # python/: stubs and router (reads the providers' name maps)
+    build.lock = emit_lock(build)              # toolc.lock, last: hashes the catalog and the providers' output
     return build
 
 
 def write_build(build: Build, out_dir: Path) -> None:
+    """Swap the output folder in, then refresh the codegen cache beside it."""
     write_tree(out_dir, build.files)
+    if build.codegen is not None:
+        save_record(out_dir, build.codegen)

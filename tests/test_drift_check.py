@@ -10,11 +10,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 from compiler.cli import main
+from compiler.codegen import cache, emit
 from compiler.config import load_config
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.check import check_build, refresh_command
-from compiler.drift.lock import LOCK_FILE, emit_lock, parse_lock
-from compiler.pipeline import EMITTERS, compile_project
+from compiler.drift.lock import LOCK_FILE, lock_data, parse_lock
+from compiler.pipeline import compile_project
 
 MCP = Path(__file__).parent.parent / "fixtures" / "drift" / "mcp"
 
@@ -33,9 +34,11 @@ def run(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
-def test_lock_is_the_last_emitter_and_lives_in_the_output(project: Path) -> None:
-    assert EMITTERS[-1] is emit_lock
+def test_lock_is_the_last_stage_and_lives_in_the_output(project: Path) -> None:
     lock = parse_lock((project / "out" / LOCK_FILE).read_bytes(), source=LOCK_FILE)
+    build = compile_project(load_config(project / "toolc.yaml"))
+    assert build.lock == lock == lock_data(build.catalog, build.providers)  # hashes exactly what was handed on
+    assert set(lock) == {"format", "tools"}, "the lock holds only what drift means: no cache, no fingerprint"
     assert set(lock["tools"]) == {t["id"] for t in json.loads((project / "out" / "catalog.json").read_bytes())["tools"]}
     entry = lock["tools"]["mcp:fs:read_file"]
     assert entry["ir"].startswith("sha256:") and len(entry["ir"]) == 71
@@ -51,6 +54,33 @@ def test_lock_is_deterministic_and_ignores_key_order(project: Path) -> None:
     (project / "fs.json").write_text(json.dumps(listing, indent=3))
     build = compile_project(load_config(project / "toolc.yaml"))
     assert build.files[LOCK_FILE] == first
+
+
+def test_upgrading_toolc_leaves_check_green(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new toolc (simulated: its generator's identity changes, as a one-line comment in codegen/env.py would)
+    regenerates the code, gets the same bytes, and an unchanged project stays green; only the cache goes stale."""
+    cached = cache.cache_file(project / "out")
+    assert cached.is_file() and not cached.is_relative_to(project / "out")
+    assert (cached.parent / ".gitignore").read_text().splitlines()[-1] == "*"
+    lock_before = (project / "out" / LOCK_FILE).read_bytes()
+    monkeypatch.setattr(cache, "generator_identity", lambda: "toolc-next-version")
+    regenerated: list[str] = []
+    real_record = cache.record
+    monkeypatch.setattr(emit, "record", lambda key, files, diags: regenerated.append(key) or real_record(key, files,
+                                                                                                        diags))
+    result = run("check")
+    assert result.exit_code == 0, result.output
+    assert "0 changes" in result.output
+    assert regenerated, "the stale cache must not be trusted: the code was generated again"
+    assert (project / "out" / LOCK_FILE).read_bytes() == lock_before
+
+
+def test_a_missing_or_broken_cache_only_costs_time(project: Path) -> None:
+    cached = cache.cache_file(project / "out")
+    cached.write_text("{ not json")
+    assert run("check").exit_code == 0
+    cached.unlink()
+    assert run("check").exit_code == 0
 
 
 def test_bad_lock_is_a_diagnostic() -> None:

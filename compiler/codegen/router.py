@@ -52,7 +52,7 @@ def router_context(build: Build) -> dict[str, object]:
         "servers": servers,
         "apis": apis,
         "tools": rows,
-        "name_maps": name_maps(build.artifacts, tools, build.targets, build.diagnostics),
+        "name_maps": name_maps(build.providers, tools, build.targets),
         "tool_count": len(rows),
         "server_count": len({row["source"] for row in rows if row["mcp_tool"] is not None}),
         "api_count": len(apis),

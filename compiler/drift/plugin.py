@@ -42,10 +42,10 @@ def _compiled_tools(config_path: Path, target: str) -> dict[str, Any]:
         pytest.fail(f"toolc: the project does not compile:\n{errors}", pytrace=False)
     if target == "ir":
         return {tool.id: tool_to_json(tool) for tool in build.catalog.tools}
-    lowered = (build.artifacts.get("providers") or {}).get(target)
+    lowered = build.providers.get(target)
     if lowered is None:
         pytest.fail(f"toolc: no tools lowered for target {target!r}", pytrace=False)
-    return dict(lowered["tools"])
+    return dict(lowered.tools)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from typing import Any
 
 from compiler.providers import anthropic, gemini, openai
 from compiler.providers.base import SUBSCHEMA_KIND, Capabilities, Checked, token, type_set
+from compiler.providers.dialect import Dialect
+from compiler.providers.registry import PROVIDERS
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 GEMINI_TYPES = JSON_TYPES | {t.upper() for t in JSON_TYPES}
@@ -285,10 +287,11 @@ def _root_object(schema: Any, at: str, *, combinators: bool) -> Iterator[Violati
         yield from _v(at, "root-combinator", "no anyOf/oneOf/allOf at the root")
 
 
-def validate_openai(definition: Node, *, wrapped: bool) -> list[Violation]:
+def validate_openai(definition: Node, dialect: openai.OpenAIDialect) -> list[Violation]:
+    wrapped = dialect.wrapped
     body = definition.get("function", {}) if wrapped else definition
     base = "/function" if wrapped else ""
-    caps = (openai.CHAT if wrapped else openai.RESPONSES).caps
+    caps = dialect.caps
     found = list(_name(body, caps, base + "/name"))
     if definition.get("type") != "function" or not isinstance(body, Mapping):
         found.append(Violation("/type", "wrapper", "expected a function tool"))
@@ -308,8 +311,8 @@ def validate_openai(definition: Node, *, wrapped: bool) -> list[Violation]:
     return found
 
 
-def validate_anthropic(definition: Node) -> list[Violation]:
-    found = list(_name(definition, anthropic.ANTHROPIC.caps, "/name"))
+def validate_anthropic(definition: Node, dialect: Dialect) -> list[Violation]:
+    found = list(_name(definition, dialect.caps, "/name"))
     schema = definition.get("input_schema")
     found += _root_object(schema, "/input_schema", combinators=False)
     strict = definition.get("strict", False) is True
@@ -321,8 +324,8 @@ def validate_anthropic(definition: Node) -> list[Violation]:
     return found
 
 
-def validate_gemini(definition: Node) -> list[Violation]:
-    found = list(_name(definition, gemini.GEMINI.caps, "/name"))
+def validate_gemini(definition: Node, dialect: Dialect) -> list[Violation]:
+    found = list(_name(definition, dialect.caps, "/name"))
     extra = set(definition) - {"name", "description", "parameters", "parametersJsonSchema"}
     if extra or ("parameters" in definition and "parametersJsonSchema" in definition):
         found.append(Violation("", "gemini-declaration", "unknown keys or both parameters and parametersJsonSchema"))
@@ -335,14 +338,6 @@ def validate_gemini(definition: Node) -> list[Violation]:
     return found
 
 
-VALIDATORS: dict[str, Callable[[Node], list[Violation]]] = {
-    "openai-chat": lambda d: validate_openai(d, wrapped=True),
-    "openai-responses": lambda d: validate_openai(d, wrapped=False),
-    "anthropic": validate_anthropic,
-    "gemini": validate_gemini,
-}
-
-
 def malformed(schema: Any) -> list[Violation]:
     """What makes a *source* schema unusable for any lowering (checked before lowering)."""
     found: list[Violation] = []
@@ -353,10 +348,12 @@ def malformed(schema: Any) -> list[Violation]:
     return found
 
 
-def validate(target: str, definition: Node, checked: Checked | None = None) -> list[Violation]:
-    """Violations of `definition` (empty: valid). `checked` (one per target) skips subtrees seen valid before."""
+def validate(target: str | Dialect, definition: Node, checked: Checked | None = None) -> list[Violation]:
+    """Violations of `definition` (empty: valid). `checked` (one per dialect family) skips subtrees seen valid
+    before. Each dialect's `validate` method picks its rules."""
+    dialect = PROVIDERS[target] if isinstance(target, str) else target
     token = _CHECKED.set(checked)
     try:
-        return VALIDATORS[target](definition)
+        return dialect.validate(definition)
     finally:
         _CHECKED.reset(token)
