@@ -197,13 +197,22 @@ def _explain(error: ErrorDetails) -> tuple[str, str]:
     return f"{where}: {error['msg']}", pointer
 
 
+def input_kind(data: Any) -> str | None:
+    """`openapi` / `mcp-recording` when `data` is an input document rather than a project file (whose `openapi:`
+    is a list of documents)."""
+    kind = detect_kind(data)
+    if kind == "openapi" and isinstance(data, dict) and isinstance(data.get("openapi"), list):
+        return None
+    return kind
+
+
 def config_from_data(data: Any, *, root: Path, source: str) -> Config:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise _invalid("a project file must be a mapping", source)
-    kind = detect_kind(data)
-    if kind is not None and not (kind == "openapi" and isinstance(data.get("openapi"), list)):  # project's section
+    kind = input_kind(data)
+    if kind is not None:
         what = "an OpenAPI document" if kind == "openapi" else "an MCP tool listing"
         raise _invalid(f"this is {what}, not a project file: pass it as PATH (e.g. `toolc list {source}`)", source)
     try:

@@ -1,4 +1,5 @@
-"""The pytest plugin (entry point `pytest11: toolc`): snapshot the compiled tools from your own tests.
+"""The pytest plugin (entry point `pytest11: toolc = compiler.commands.pytest_plugin`): snapshot the compiled
+tools from your own tests.
 
     def test_tools_unchanged(toolc_tools, toolc_snapshot):
         assert toolc_tools("openai-chat") == toolc_snapshot
