@@ -99,7 +99,7 @@ class CatalogDiff:
         self.old, self.new = old, new
         self.by = by
         self.skip = skip
-        self.refs_cache: RefsCache = {}
+        self.refs_cache: RefsCache = RefsCache()
         self.dirty_cache: dict[tuple[int, int], frozenset[str]] = {}
         self.report = DriftReport(tools_old=len(old.tools), tools_new=len(new.tools))
 

@@ -19,6 +19,7 @@ from compiler.ir import JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema
 from compiler.refs.codes import RECURSION_PRUNED
+from compiler.schema import IdentityMemo
 
 if TYPE_CHECKING:
     from compiler.providers.names import Mangler
@@ -72,11 +73,19 @@ class LowerEnv:
         return schema
 
     def memo(self, target: str, strict: bool) -> dict[Any, Any]:
-        """The subtree memo of one target and mode (see `Lowering.memo`)."""
+        """A memo of one target and mode, keyed as its user needs."""
         key = ("memo", target, str(strict), self.options_key)
         found = self.shared.get(key)
         if not isinstance(found, dict):
             found = self.shared[key] = {}
+        return found
+
+    def node_memo(self, target: str, strict: bool) -> IdentityMemo[Any]:
+        """Results by input-node identity for one target and mode (see `Lowering.memo`)."""
+        key = ("node-memo", target, str(strict), self.options_key)
+        found = self.shared.get(key)
+        if not isinstance(found, IdentityMemo):
+            found = self.shared[key] = IdentityMemo()
         return found
 
 
@@ -174,7 +183,7 @@ class Dialect:
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
         ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
-                       memo=env.memo(self.group, strict))
+                       memo=env.node_memo(self.group, strict), root_memo=env.memo(self.group, strict))
         schema = self.resolve(tool, env, ctx)
         node_passes, root_passes = self.passes(strict, env)
         parameters = lower_schema(schema, ctx, node_passes, root_passes)

@@ -234,7 +234,7 @@ def _upper(node: Any, cache: dict[Any, Any]) -> Any:
 def _upper_types(root: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     """`Schema.type` is the proto enum (STRING, OBJECT, ...): written the way the SDK sends it. A root pass on a
     copy (subtrees lowered once are shared between tools and must keep JSON Schema's lower-case names)."""
-    upper: JsonObject = _upper(root, ctx.memo if ctx.memo is not None else {})
+    upper: JsonObject = _upper(root, ctx.root_memo if ctx.root_memo is not None else {})
     return upper
 
 

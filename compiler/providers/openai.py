@@ -205,7 +205,7 @@ class OpenAIDialect(Dialect):
         description = truncate_description(tool_description(tool), ctx)
         if strict:
             shapes = strict_shapes(parameters, env.memo(f"{self.group}-shapes", strict))
-            parameters = without_markers(parameters, env.memo(f"{self.group}-strip", strict))
+            parameters = without_markers(parameters, env.node_memo(f"{self.group}-strip", strict))
         else:
             shapes = ({}, {})
         if not ctx.problems:

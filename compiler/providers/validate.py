@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.providers import anthropic, gemini, openai
-from compiler.providers.base import SUBSCHEMA_KIND, Capabilities, Checked, token, type_set
+from compiler.providers.base import Capabilities, Checked, token, type_set
 from compiler.providers.dialect import Dialect
 from compiler.providers.registry import PROVIDERS
+from compiler.schema import DEFINITIONS, SCHEMA, SCHEMA_LIST, SCHEMA_MAP, is_data, keywords_of, subschemas
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 GEMINI_TYPES = JSON_TYPES | {t.upper() for t in JSON_TYPES}
@@ -51,16 +52,8 @@ def iter_nodes(node: Any, pointer: str = "", skip: set[int] | None = None) -> It
         if not isinstance(current, dict) or (skip is not None and id(current) in skip):
             continue
         yield at, current
-        for key, value in current.items():
-            kind = SUBSCHEMA_KIND.get(key)
-            if kind is None:
-                continue
-            if kind == 1 and isinstance(value, dict):
-                stack.extend((f"{at}/{key}/{token(name)}", sub) for name, sub in value.items())
-            elif isinstance(value, list) and kind != 1:
-                stack.extend((f"{at}/{key}/{i}", sub) for i, sub in enumerate(value))
-            elif kind == 3:
-                stack.append((f"{at}/{key}", value))
+        stack.extend((f"{at}/{key}" if name is None else f"{at}/{key}/{token(name)}", sub)
+                     for (key, name), sub in subschemas(current))
 
 
 def _v(pointer: str, rule: str, message: str) -> Iterator[Violation]:
@@ -70,9 +63,9 @@ def _v(pointer: str, rule: str, message: str) -> Iterator[Violation]:
 # --- node rules ---------------------------------------------------------------------------------------------
 
 
-_SINGLE_SCHEMA = frozenset({"additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"})
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
-_COMBINATOR_LISTS = frozenset({"anyOf", "oneOf", "allOf"})
+_SINGLE_SCHEMA = keywords_of(SCHEMA)
+_SCHEMA_MAPS = keywords_of(SCHEMA_MAP, DEFINITIONS)
+_COMBINATOR_LISTS = keywords_of(SCHEMA_LIST)
 _CHECKED_KEYS = _SINGLE_SCHEMA | _SCHEMA_MAPS | _COMBINATOR_LISTS | {"items", "required", "enum", "type"}
 
 
@@ -101,7 +94,7 @@ def well_formed(node: Node, at: str) -> Iterator[Violation]:
                 yield from _v(at, f"{key}-schema", f"{key} must be a schema")
         elif not isinstance(value, dict):
             yield from _v(at, f"{key}-object", f"{key} must be an object")
-        elif not all(isinstance(v, dict | bool) for v in value.values()):
+        elif not all(isinstance(v, dict | bool) or is_data(key, v) for v in value.values()):
             yield from _v(at, f"{key}-schemas", f"every value of {key} must be a schema")
 
 
