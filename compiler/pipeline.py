@@ -15,13 +15,14 @@ from typing import Any
 from compiler.build import Build
 from compiler.codegen.cache import load_record, save_record
 from compiler.codegen.emit import emit_python
-from compiler.config import ALL_TARGETS, Config, OpenApiConfig, RecordingConfig, ServerConfig
+from compiler.config import Config, OpenApiConfig, RecordingConfig, ServerConfig
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
 from compiler.providers.emit import emit_providers
+from compiler.providers.registry import PROVIDERS
 from compiler.refs import RefResolver
 from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
@@ -135,8 +136,8 @@ def read_catalog(config: Config, inputs: list[Input], resolver: RefResolver, dia
 def check_targets(targets: Iterable[str], diagnostics: Diagnostics) -> tuple[str, ...]:
     chosen: list[str] = []
     for target in targets:
-        if target not in ALL_TARGETS:
-            diagnostics.error(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
+        if target not in PROVIDERS:
+            diagnostics.error(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(PROVIDERS)}")
         elif target not in chosen:
             chosen.append(target)
     return tuple(chosen)

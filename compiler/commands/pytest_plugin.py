@@ -4,9 +4,9 @@ tools from your own tests.
     def test_tools_unchanged(toolc_tools, toolc_snapshot):
         assert toolc_tools("openai-chat") == toolc_snapshot
 
-`toolc_tools(target, config=None)` compiles the project in memory (recordings, never live servers) and returns
-`{tool_id: definition}` as lowered for `target` (any of `compiler.config.ALL_TARGETS`), or the IR when
-`target="ir"`. `config` defaults to the `toolc_config` ini option (default `toolc.yaml`), relative to the
+`toolc_tools(target=None, config=None)` compiles the project in memory (recordings, never live servers) and returns
+`{tool_id: definition}` as lowered for `target` (any of `compiler.providers.registry.TARGETS`; default the
+first, `openai-chat`), or the IR when `target="ir"`. `config` defaults to the `toolc_config` ini option (default `toolc.yaml`), relative to the
 pytest root. A project is compiled once per session. A compile with errors fails the test with the diagnostics.
 `toolc_snapshot` is syrupy's `snapshot` with `ToolSchemaExtension`; accept changes with `pytest --snapshot-update`.
 """
@@ -56,7 +56,11 @@ def _toolc_cache() -> dict[tuple[Path, str], dict[str, Any]]:
 
 @pytest.fixture
 def toolc_tools(pytestconfig: pytest.Config, _toolc_cache: dict[tuple[Path, str], dict[str, Any]]) -> ToolsFactory:
-    def tools(target: str = "openai-chat", config: str | Path | None = None) -> dict[str, Any]:
+    def tools(target: str | None = None, config: str | Path | None = None) -> dict[str, Any]:
+        if target is None:  # the registry's first target (OpenAI Chat Completions)
+            from compiler.providers.registry import TARGETS
+
+            target = TARGETS[0]
         path = Path(config or str(pytestconfig.getini("toolc_config")))
         if not path.is_absolute():
             path = pytestconfig.rootpath / path
