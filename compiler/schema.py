@@ -75,37 +75,46 @@ def subschemas(node: Any, *, definitions: bool = True) -> Iterator[tuple[Step, A
     (a `properties` that is a list) are not descended into; callers check shapes (`providers.validate`)."""
     if not isinstance(node, Mapping):
         return
+    kind_of = KEYWORDS.get
     for key, value in node.items():
-        kind = KEYWORDS.get(key)
-        if kind is None or kind == DYNAMIC or (kind == DEFINITIONS and not definitions):
+        kind = kind_of(key)
+        if kind is None or kind == DYNAMIC:
             continue
-        if kind in (SCHEMA_MAP, DEFINITIONS):
-            if isinstance(value, Mapping):
+        if kind == SCHEMA_MAP or kind == DEFINITIONS:
+            if isinstance(value, Mapping) and (definitions or kind != DEFINITIONS):
                 for name, sub in value.items():
                     if not is_data(key, sub):
                         yield (key, name), sub
-        elif kind == SCHEMA_LIST or (kind == ITEMS and isinstance(value, list)):
-            if isinstance(value, list):
+        elif isinstance(value, list):
+            if kind == SCHEMA_LIST or kind == ITEMS:
                 for index, sub in enumerate(value):
                     yield (key, index), sub
-        else:
+            else:
+                yield (key, None), value
+        elif kind != SCHEMA_LIST:
             yield (key, None), value
 
 
 def map_subschemas(node: Mapping[str, Any], fn: Callable[[Any, Step], Any]) -> dict[str, Any]:
     """A shallow copy of `node` with `fn(subschema, step)` in place of every subschema (see `subschemas`);
-    every other value is kept as it is."""
-    out = dict(node)
+    every other value is kept as it is. (One pass: the provider walker calls this on every node.)"""
+    out: dict[str, Any] = {}
     for key, value in node.items():
         kind = KEYWORDS.get(key)
         if kind is None or kind == DYNAMIC:
-            continue
-        if kind in (SCHEMA_MAP, DEFINITIONS):
+            out[key] = value
+        elif kind == SCHEMA_MAP or kind == DEFINITIONS:
             if isinstance(value, Mapping):
                 out[key] = {name: sub if is_data(key, sub) else fn(sub, (key, name)) for name, sub in value.items()}
-        elif kind == SCHEMA_LIST or (kind == ITEMS and isinstance(value, list)):
-            if isinstance(value, list):
+            else:
+                out[key] = value
+        elif isinstance(value, list):
+            if kind == SCHEMA_LIST or kind == ITEMS:
                 out[key] = [fn(sub, (key, index)) for index, sub in enumerate(value)]
+            else:
+                out[key] = fn(value, (key, None))
+        elif kind == SCHEMA_LIST:
+            out[key] = value
         else:
             out[key] = fn(value, (key, None))
     return out

@@ -78,8 +78,8 @@ class Lowering:
     memo: IdentityMemo[tuple[Any, list[tuple[str, str, str]], list[tuple[str, str]]]] | None = None
     """Lowered subtrees (with the losses and problems found under them) by input-node identity, shared across the tools of one target and mode. Only for
     dialects whose passes leave no per-tool state in nodes (inlined schemas share subtrees between tools)."""
-    root_memo: dict[Any, Any] | None = None
-    """For root passes that rebuild the lowered tree (shared like `memo`, keyed as the pass needs)."""
+    root_memo: IdentityMemo[Any] | None = None
+    """Rebuilt lowered subtrees by identity, for root passes that copy the whole tree (shared like `memo`)."""
 
     def loss(self, code: str, pointer: str, message: str) -> None:
         self.losses.append(Diagnostic(code=code, severity=severity(code), message=message, source=self.tool.source,

@@ -183,7 +183,7 @@ class Dialect:
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
         ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
-                       memo=env.node_memo(self.group, strict), root_memo=env.memo(self.group, strict))
+                       memo=env.node_memo(self.group, strict), root_memo=env.node_memo(f"{self.group}-root", strict))
         schema = self.resolve(tool, env, ctx)
         node_passes, root_passes = self.passes(strict, env)
         parameters = lower_schema(schema, ctx, node_passes, root_passes)

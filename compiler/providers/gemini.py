@@ -27,6 +27,7 @@ from compiler.providers.passes import (
     openapi_nullable,
     split_type_list,
 )
+from compiler.schema import IdentityMemo
 
 if TYPE_CHECKING:
     from compiler.providers.validate import Violation
@@ -212,12 +213,12 @@ def _any_of_alone(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return {"anyOf": pushed}
 
 
-def _upper(node: Any, cache: dict[Any, Any]) -> Any:
+def _upper(node: Any, cache: IdentityMemo[Any]) -> Any:
     if not isinstance(node, dict):
         return node
-    hit = cache.get(("upper", id(node)))
-    if hit is not None and hit[0] is node:
-        return hit[1]
+    hit = cache.get(node)
+    if hit is not None:
+        return hit
     out = dict(node)
     if isinstance(out.get("type"), str):
         out["type"] = out["type"].upper()
@@ -227,14 +228,13 @@ def _upper(node: Any, cache: dict[Any, Any]) -> Any:
         out["anyOf"] = [_upper(sub, cache) for sub in out["anyOf"]]
     if isinstance(out.get("items"), dict):
         out["items"] = _upper(out["items"], cache)
-    cache[("upper", id(node))] = (node, out)
-    return out
+    return cache.put(node, out)
 
 
 def _upper_types(root: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     """`Schema.type` is the proto enum (STRING, OBJECT, ...): written the way the SDK sends it. A root pass on a
     copy (subtrees lowered once are shared between tools and must keep JSON Schema's lower-case names)."""
-    upper: JsonObject = _upper(root, ctx.root_memo if ctx.root_memo is not None else {})
+    upper: JsonObject = _upper(root, ctx.root_memo if ctx.root_memo is not None else IdentityMemo())
     return upper
 
 
