@@ -80,13 +80,13 @@ def subschemas(node: Any, *, definitions: bool = True) -> Iterator[tuple[Step, A
         kind = kind_of(key)
         if kind is None or kind == DYNAMIC:
             continue
-        if kind == SCHEMA_MAP or kind == DEFINITIONS:
+        if kind in (SCHEMA_MAP, DEFINITIONS):
             if isinstance(value, Mapping) and (definitions or kind != DEFINITIONS):
                 for name, sub in value.items():
                     if not is_data(key, sub):
                         yield (key, name), sub
         elif isinstance(value, list):
-            if kind == SCHEMA_LIST or kind == ITEMS:
+            if kind in (SCHEMA_LIST, ITEMS):
                 for index, sub in enumerate(value):
                     yield (key, index), sub
             else:
@@ -103,13 +103,13 @@ def map_subschemas(node: Mapping[str, Any], fn: Callable[[Any, Step], Any]) -> d
         kind = KEYWORDS.get(key)
         if kind is None or kind == DYNAMIC:
             out[key] = value
-        elif kind == SCHEMA_MAP or kind == DEFINITIONS:
+        elif kind in (SCHEMA_MAP, DEFINITIONS):
             if isinstance(value, Mapping):
                 out[key] = {name: sub if is_data(key, sub) else fn(sub, (key, name)) for name, sub in value.items()}
             else:
                 out[key] = value
         elif isinstance(value, list):
-            if kind == SCHEMA_LIST or kind == ITEMS:
+            if kind in (SCHEMA_LIST, ITEMS):
                 out[key] = [fn(sub, (key, index)) for index, sub in enumerate(value)]
             else:
                 out[key] = fn(value, (key, None))
