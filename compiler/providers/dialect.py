@@ -10,6 +10,7 @@ registry (`registry.py`) branches on a target's name.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -138,8 +139,9 @@ class Budget:
                 f"{self.union_parameters} union parameters")
 
 
-class Dialect:
-    """One provider target. Subclasses set the class attributes; hooks have working defaults."""
+class Dialect(ABC):
+    """One provider target. Subclasses set the class attributes and write `wrap` and `validate`; the other hooks
+    have working defaults."""
 
     target: ClassVar[str]
     """The target's name in project files, `--target` and `schemas/<target>.json`."""
@@ -194,16 +196,16 @@ class Dialect:
             return env.inline(tool, ctx)
         return env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
 
+    @abstractmethod
     def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
              strict: bool) -> Lowered:
         """The definition exactly as it goes into the request's tools array."""
-        raise NotImplementedError
 
     # -- checking and emitting ------------------------------------------------------------------------------
 
+    @abstractmethod
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
         """Violations of one emitted definition (empty: valid); see `validate.py`."""
-        raise NotImplementedError
 
     def tools_array(self, definitions: list[JsonObject]) -> list[JsonObject]:
         """What the SDK's `tools` argument takes."""
