@@ -8,7 +8,7 @@ data: a `$ref` inside it is not a reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 SCHEMA = 1
@@ -70,11 +70,13 @@ Step = tuple[str, str | int | None]
 """Where a subschema sits in its parent: (keyword, name or index, or None for a single subschema)."""
 
 
-def subschemas(node: Any, *, definitions: bool = True) -> Iterator[tuple[Step, Any]]:
+def subschemas(node: Any, *, definitions: bool = True) -> list[tuple[Step, Any]]:
     """The subschemas directly under `node`, in keyword order, each with its step. Values of the wrong shape
-    (a `properties` that is a list) are not descended into; callers check shapes (`providers.validate`)."""
+    (a `properties` that is a list) are not descended into; callers check shapes (`providers.validate`).
+    A list, not a generator: validators call this on every node of every emitted schema."""
+    found: list[tuple[Step, Any]] = []
     if not isinstance(node, Mapping):
-        return
+        return found
     kind_of = KEYWORDS.get
     for key, value in node.items():
         kind = kind_of(key)
@@ -84,15 +86,16 @@ def subschemas(node: Any, *, definitions: bool = True) -> Iterator[tuple[Step, A
             if isinstance(value, Mapping) and (definitions or kind != DEFINITIONS):
                 for name, sub in value.items():
                     if not is_data(key, sub):
-                        yield (key, name), sub
+                        found.append(((key, name), sub))
         elif isinstance(value, list):
             if kind in (SCHEMA_LIST, ITEMS):
                 for index, sub in enumerate(value):
-                    yield (key, index), sub
+                    found.append(((key, index), sub))
             else:
-                yield (key, None), value
+                found.append(((key, None), value))
         elif kind != SCHEMA_LIST:
-            yield (key, None), value
+            found.append(((key, None), value))
+    return found
 
 
 def map_subschemas(node: Mapping[str, Any], fn: Callable[[Any, Step], Any]) -> dict[str, Any]:

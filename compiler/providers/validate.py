@@ -52,8 +52,8 @@ def iter_nodes(node: Any, pointer: str = "", skip: set[int] | None = None) -> It
         if not isinstance(current, dict) or (skip is not None and id(current) in skip):
             continue
         yield at, current
-        stack.extend((f"{at}/{key}" if name is None else f"{at}/{key}/{token(name)}", sub)
-                     for (key, name), sub in subschemas(current))
+        for (key, name), sub in subschemas(current):
+            stack.append((f"{at}/{key}" if name is None else f"{at}/{key}/{token(name)}", sub))
 
 
 def _v(pointer: str, rule: str, message: str) -> Iterator[Violation]:
