@@ -19,13 +19,15 @@ from compiler.commands.support import (
 from compiler.config import ALL_TARGETS
 from compiler.diagnostics import Diagnostics, Severity
 from compiler.emit import report
+from compiler.providers.registry import ALIASES
 from compiler.serialize import canonical_json
 
 
 @click.command("compile")
 @inputs_options
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), help="Output folder (default: the project's).")
-@click.option("--target", "targets", help=f"Comma-separated targets: {', '.join(ALL_TARGETS)} (or openai, claude, all).")
+@click.option("--target", "targets",
+              help=f"Comma-separated targets: {', '.join(ALL_TARGETS)} (or {', '.join(ALIASES)}; none: catalog only).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report here, even on failure.")
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")

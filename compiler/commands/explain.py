@@ -16,6 +16,7 @@ from compiler.providers import codes
 from compiler.providers.dialect import LowerEnv
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.names import assign_names
+from compiler.providers.registry import ALIASES
 from compiler.serialize import canonical_json
 
 
@@ -69,7 +70,8 @@ def _print_text(result: dict[str, Any]) -> None:
 @click.argument("tool_ref", metavar="TOOL")
 @inputs_options
 @click.option("-p", "--provider", "provider", required=True,
-              help=f"One target: {', '.join(ALL_TARGETS)} (or openai = openai-chat, claude = anthropic).")
+              help=f"One target: {', '.join(ALL_TARGETS)} (an alias means its first target: "
+                   + ", ".join(f"{alias} = {targets[0]}" for alias, targets in ALIASES.items() if alias != "all") + ")")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @guarded
 def explain_command(tool_ref: str, paths: tuple[Path, ...], provider: str, config_path: Path, as_json: bool) -> None:

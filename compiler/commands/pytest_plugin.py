@@ -4,11 +4,11 @@ tools from your own tests.
     def test_tools_unchanged(toolc_tools, toolc_snapshot):
         assert toolc_tools("openai-chat") == toolc_snapshot
 
-`toolc_tools(target=None, config=None)` compiles the project in memory (recordings, never live servers) and returns
-`{tool_id: definition}` as lowered for `target` (any of `compiler.providers.registry.TARGETS`; default the
-first, `openai-chat`), or the IR when `target="ir"`. `config` defaults to the `toolc_config` ini option (default `toolc.yaml`), relative to the
-pytest root. A project is compiled once per session. A compile with errors fails the test with the diagnostics.
-`toolc_snapshot` is syrupy's `snapshot` with `ToolSchemaExtension`; accept changes with `pytest --snapshot-update`.
+`toolc_tools(target=None, config=None)` compiles the project in memory (recordings, never live servers) and
+returns `{tool_id: definition}` as lowered for `target` (any of `compiler.providers.registry.TARGETS`; default the
+first, `openai-chat`), or the IR when `target="ir"`. `config` defaults to the `toolc_config` ini option (default
+`toolc.yaml`), relative to the pytest root. A project is compiled once per session. A compile with errors fails
+the test with the diagnostics. `toolc_snapshot` is syrupy's `snapshot` with `ToolSchemaExtension`; accept changes with `pytest --snapshot-update`.
 """
 
 from __future__ import annotations
