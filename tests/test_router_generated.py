@@ -15,7 +15,7 @@ from tests.test_router_support import TIME_SERVER, make_build, with_name_maps, w
 VENV_BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent
 # Three rule sets: ruff's own defaults (which include BLE001 and TRY004 since ruff 0.17), the project's own
-# configuration (pyproject.toml: its RUF100 reports a `# noqa` the project's rules do not need), and both at once.
+# configuration (pyproject.toml; its RUF100 reports suppressions its rules do not need), and both at once.
 RUFF_RUNS = {
     "defaults": ["--isolated"],
     "project": ["--config", str(ROOT / "pyproject.toml")],
