@@ -9,18 +9,25 @@ so the router sends nothing until its start event is stored, and a database that
 full, a trigger that refuses) refuses every call, the first one included: no queue or writer thread decides it
 later. The router records `policy_decision` and `tool_invocation_start` in one transaction (`emit_many`). Commits
 use `synchronous=NORMAL` in WAL mode: they survive a crash of the process; pass `synchronous="FULL"` to also
-survive a power cut (one fsync per call). A custom sink implements `AuditSink` (`emit_many` is optional).
+survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) run on a
+helper thread with its own connection, so no call waits for one. A custom sink implements `AuditSink`
+(`emit_many` is optional).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+CHECKPOINT_EVERY = 128
+"""Commits between two WAL checkpoints (made on the helper thread, never by a caller)."""
 
 INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
@@ -105,6 +112,9 @@ class SqliteAuditSink:
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._closed = False
+        self._commits = 0
+        self._checkpoint = threading.Event()
+        self._checkpointer: threading.Thread | None = None
 
     def emit(self, event: AuditEvent) -> None:
         self.emit_many((event,))
@@ -120,6 +130,9 @@ class SqliteAuditSink:
                     connection.executemany(_INSERT, rows)
             except sqlite3.Error as exc:
                 raise RuntimeError(f"audit sink cannot write ({type(exc).__name__}: {exc})") from exc
+            self._commits += 1
+            if self._commits % CHECKPOINT_EVERY == 0:
+                self._checkpoint.set()
 
     def flush(self) -> None:
         """Every emitted event is already committed: nothing to wait for (also after `close`)."""
@@ -128,8 +141,12 @@ class SqliteAuditSink:
         with self._lock:
             self._closed = True
             connection, self._connection = self._connection, None
+            checkpointer, self._checkpointer = self._checkpointer, None
+        self._checkpoint.set()
+        if checkpointer is not None:
+            checkpointer.join()
         if connection is not None:
-            connection.close()
+            connection.close()  # the last connection to close checkpoints what is left
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -140,12 +157,35 @@ class SqliteAuditSink:
         try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA synchronous={self._synchronous}")
+            connection.execute("PRAGMA wal_autocheckpoint=0")
             connection.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             connection.close()
             raise RuntimeError(f"audit sink cannot prepare {self.path.name} ({type(exc).__name__}: {exc})") from exc
         self._connection = connection
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(target=self._checkpoints, name="toolc-audit-checkpoint",
+                                                  daemon=True)
+            self._checkpointer.start()
         return connection
+
+    def _checkpoints(self) -> None:
+        """Checkpoint the WAL when asked, on a connection of its own (PASSIVE: writers never wait for it)."""
+        connection: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._checkpoint.wait()
+                self._checkpoint.clear()
+                if self._closed:
+                    return
+                try:
+                    connection = connection or sqlite3.connect(self.path)
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    logger.debug("audit checkpoint failed; the WAL grows until the next one", exc_info=True)
+        finally:
+            if connection is not None:
+                connection.close()
 
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:
