@@ -6,6 +6,7 @@ an in-process MCP server recording calls), what the caller got, and what the aud
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -313,6 +314,24 @@ class TestSecretsLeak:
         assert_refused(guard, result, "nosy", "token [REDACTED] rejected")
         assert ADMIN not in guard.audit_text()
 
+    @pytest.mark.parametrize("cut", [0, 5, 11, 17])
+    async def test_a_diagnostic_quoting_stderr_holds_no_piece_of_a_secret(self, monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path, cut: int) -> None:
+        from compiler.sources.mcp_fetch import fetch_server
+        from compiler.sources.mcp_transport import STDERR_TAIL_CHARS
+
+        secret = "tok_" + "Q" * 28
+        monkeypatch.setenv("GUARD_TOKEN", secret)
+        # The server prints its token to stderr so that the tail's cut falls inside it, then dies before the handshake.
+        script = ("import os, sys; t = os.environ['API_TOKEN']; "
+                  f"sys.stderr.write('boot ' * 400 + t + 'z' * {STDERR_TAIL_CHARS - cut} + '\\n'); sys.exit(3)")
+        server = ServerConfig(id="leaky", command=(sys.executable, "-c", script), env={"API_TOKEN": "${GUARD_TOKEN}"},
+                              timeout_ms=20_000)
+        outcome = await fetch_server(server, root=str(tmp_path))
+        messages = " ".join(d.message for d in outcome.diagnostics)
+        assert outcome.document is None and "stderr:" in messages
+        assert not any(secret[n:n + 6] in messages for n in range(len(secret) - 5)), messages[-200:]
+
     def test_compiler_redacts_stderr_before_cutting_it(self) -> None:
         secret = "ghp_" + "Z" * 30
         server = ServerConfig(id="s", command=("srv",), env={"GITHUB_TOKEN": "${GH}"})
@@ -344,6 +363,10 @@ def refusing_database(path: Path) -> Path:
     return path
 
 
+_FILLER = ("INSERT INTO task_audits (invocation_id, event_type, tool_id, created_at, payload)"
+           " VALUES ('', '', '', 0, '')")
+
+
 class TestAuditFailsOpen:
     async def _every_call_refused(self, g: Guard) -> None:
         calls = [("openapi:users:listUsers", {"page_size": 1}), ("mcp:liar:echo", {"text": "x"}),
@@ -370,6 +393,26 @@ class TestAuditFailsOpen:
         g = make_guard(rt, tmp_path, wire, sink=rt.SqliteAuditSink(db))
         await self._every_call_refused(g)
         g.router.audit.close()
+
+    async def test_a_full_disk(self, rt: Any, tmp_path: Path, wire: str) -> None:
+        class FullDisk(rt.SqliteAuditSink):  # type: ignore[name-defined,misc]
+            """The database may not grow (`max_page_count`), and tiny rows have taken every free byte."""
+
+            def _open(self) -> sqlite3.Connection:
+                connection: sqlite3.Connection = super()._open()
+                pages = connection.execute("PRAGMA page_count").fetchone()[0]
+                connection.execute(f"PRAGMA max_page_count = {pages}")
+                with contextlib.suppress(sqlite3.OperationalError):  # "database or disk is full"
+                    while True:
+                        with connection:
+                            connection.execute(_FILLER)
+                return connection
+
+        g = make_guard(rt, tmp_path, wire, sink=FullDisk(tmp_path / "full.db"))
+        await self._every_call_refused(g)
+        g.router.audit.close()
+        with sqlite3.connect(tmp_path / "full.db") as connection:
+            assert connection.execute("SELECT count(*) FROM task_audits WHERE invocation_id != ''").fetchone() == (0,)
 
     async def test_an_unopenable_database(self, rt: Any, tmp_path: Path, wire: str) -> None:
         (tmp_path / "a-directory.db").mkdir()
