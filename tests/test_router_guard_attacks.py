@@ -246,6 +246,41 @@ class TestNoValidation:
             await params_tools.get_pet(id_="ten", context=guard.ctx())  # type: ignore[arg-type]
         assert Wire.seen == [] and len(guard.rows()) == before
 
+    async def test_a_schema_python_cannot_check_refuses(self, tmp_path: Path) -> None:
+        ecma_only = {"type": "object", "properties": {"text": {"type": "string", "pattern": "^(?<word>\\w+)$"}}}
+        catalog = guard_catalog()
+        tools = tuple(dataclasses.replace(t, input_schema=ecma_only) if t.id == "mcp:liar:echo" else t
+                      for t in catalog.tools)
+        build = make_build(Catalog(sources=catalog.sources, tools=tools), openapi=[USERS_API], root=ROOT)
+        folder = write_router(build, tmp_path / "gen")
+        assert [(d.code, d.tool, d.pointer) for d in build.diagnostics if d.code == "TC650"] == [
+            ("TC650", "mcp:liar:echo", "/properties/text/pattern")]
+        calls: list[tuple[str, dict[str, Any]]] = []
+        with load_router(folder) as module:
+            router = module.Router(audit_sink=module.MemoryAuditSink())
+            server = liar_server(calls)
+            router.set_server_factory("liar", lambda: server)
+            result = await router.call_tool("mcp:liar:echo", {"text": "hi"}, context=module.InvocationContext(**FROZEN))
+            assert result.denied_by == "validation" and "cannot be checked" in (result.error or "") and calls == []
+            assert [e.event_type for e in router.audit.events] == ["policy_decision", "policy_violation"]
+
+    def test_schemas_file_is_indexed_exactly(self, tmp_path: Path) -> None:
+        # Hostile tool names (quotes, newlines, lookalikes) and shared $defs: the lazy per-line index must give
+        # back exactly what a full JSON parse gives.
+        hostile = read_recording(json.loads((FIXTURES / "codegen" / "hostile.json").read_text()),
+                                 source_id="hostile", location="hostile", diagnostics=Diagnostics())
+        catalog = guard_catalog()
+        catalog = Catalog(sources=(*catalog.sources, hostile[0]), tools=(*catalog.tools, *hostile[1]))
+        folder = write_router(make_build(catalog, openapi=[USERS_API], root=ROOT), tmp_path / "gen")
+        text = (folder / "toolc_router" / "_schemas.json").read_text()
+        with load_router(folder) as module:
+            index = importlib.import_module("toolc_router.validate").index_schemas(text)
+            module.Router(audit_sink=module.MemoryAuditSink())  # imports cleanly
+        full = json.loads(text)
+        assert {key: json.loads(value) for key, value in index["tools"].items()} == full["tools"]
+        assert {key: json.loads(value) for key, value in index["defs"].items()} == full["defs"] != {}
+        assert len(full["tools"]) == len(catalog.tools)
+
     async def test_well_formed_calls_go_out_exactly(self, guard: Guard) -> None:
         # `format` is an annotation only (documented): `since` is not a date-time, and the API decides.
         result = await guard.rt.call_tool("openapi:users:listUsers", {"page_size": 10, "since": "yesterday"},
