@@ -519,6 +519,27 @@ class TestPolicyNames:
         assert untrusted["mcp:liar:delete_everything"].risk == RiskLevel.CRITICAL
         assert trusted["mcp:liar:echo"].risk == untrusted["mcp:liar:echo"].risk == RiskLevel.LOW
 
+    @pytest.mark.parametrize(("name", "hints", "untrusted", "trusted"), [
+        ("delete_everything", {"read_only_hint": True}, RiskLevel.CRITICAL, RiskLevel.LOW),
+        ("purge_cache", {"destructive_hint": False, "read_only_hint": False}, RiskLevel.CRITICAL, RiskLevel.HIGH),
+        ("drop_table", {"idempotent_hint": True}, RiskLevel.CRITICAL, RiskLevel.HIGH),
+        ("list_items", {"destructive_hint": True}, RiskLevel.HIGH, RiskLevel.HIGH),  # raising is always believed
+        ("notes", {"read_only_hint": False, "destructive_hint": False}, RiskLevel.MEDIUM, RiskLevel.MEDIUM),
+    ])
+    def test_annotations_only_raise_unless_trusted(self, name: str, hints: dict[str, bool], untrusted: RiskLevel,
+                                                   trusted: RiskLevel) -> None:
+        from compiler.ir import Annotations
+        from compiler.pipeline import _recording_settings
+        from compiler.policy import infer_risk
+
+        annotations = Annotations(**hints)
+        assert infer_risk(name, "", annotations)[0] == untrusted
+        assert infer_risk(name, "", annotations, trusted=True)[0] == trusted
+        plain_effects = set(infer_risk(name, "")[1])
+        assert plain_effects <= set(infer_risk(name, "", annotations)[1])  # effects are never taken away either
+        settings = _recording_settings(ServerConfig(id="s", command=("s",), trusted=True))
+        assert settings is not None and settings.trusted
+
     async def test_malformed_arguments_are_refused_and_audited_not_raised(self, guard: Guard) -> None:
         for raw in ('{"id": ', "not json", b"\xff\xfe", "[]", "null"):
             name = guard.name("openai-chat", "openapi:users:deleteUser")
