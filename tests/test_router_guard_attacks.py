@@ -191,6 +191,8 @@ class TestNoValidation:
         ({"page_size": {"tenant": "evil"}}, "/page_size:"),
         ({"page_size": 501}, "/page_size: 501 is greater than the maximum"),
         ({"api_key": "ATTACKER", "X-Api-Key": "ATTACKER"}, "/X-Api-Key, /api_key: unexpected argument"),
+        ({f"k{i:05}": i for i in range(10_000)}, "/k00000, /k00001, /k00002, /k00003, /k00004 and 9995 more:"),
+        ({"x" * 5000: 1}, "/" + "x" * 80 + "…: unexpected argument"),
     ])
     async def test_call_tool_refuses_before_io(self, guard: Guard, arguments: dict[str, Any], pointer: str) -> None:
         result = await guard.rt.call_tool("openapi:users:listUsers", arguments, context=guard.ctx())

@@ -125,8 +125,11 @@ class ArgumentValidator:
                 key for key in arguments
                 if key not in checker.declared and not any(p.search(str(key)) for p in checker.patterns)]
             if unknown:
-                where = ", ".join(_pointer([key]) for key in sorted(map(str, unknown)))
-                return f"{where}: unexpected argument (not in the tool's input schema)"
+                # The model chose these keys: name a few, each cut short, so a flood of keys cannot flood the audit.
+                named = sorted(map(str, unknown))
+                where = ", ".join(_pointer([key if len(key) <= 80 else key[:80] + "…"]) for key in named[:5])
+                more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+                return f"{where}{more}: unexpected argument (not in the tool's input schema)"
             if checker.validator.is_valid(arguments):
                 return None
             error = best_match(checker.validator.iter_errors(arguments))
