@@ -61,6 +61,8 @@ class ServerConfig(ToolFilter):
     deny_side_effect_tags: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     """Names of env vars and headers whose values are secret (never written anywhere)."""
+    trusted: bool = False
+    """Believe the server's tool annotations (`readOnlyHint`...) even where they lower a tool's risk."""
     recording: str | None = None
     """Where `toolc record` writes and `toolc compile` reads; default `recordings/<id>.json`."""
 
@@ -87,6 +89,8 @@ class RecordingConfig(ToolFilter):
 
     id: str | None = None
     path: str
+    trusted: bool = False
+    """Believe the listing's tool annotations even where they lower a tool's risk (see `ServerConfig.trusted`)."""
 
 
 class NamesConfig(_Strict):

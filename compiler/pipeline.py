@@ -91,7 +91,7 @@ def _recording_settings(settings: Any) -> RecordingConfig | None:
     if isinstance(settings, ServerConfig):
         return RecordingConfig(id=settings.id, path=settings.recording_path, enabled=settings.enabled,
                                allow_tools=settings.allow_tools, deny_tools=settings.deny_tools,
-                               fixed_params=settings.fixed_params)
+                               fixed_params=settings.fixed_params, trusted=settings.trusted)
     return None
 
 

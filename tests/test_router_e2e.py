@@ -161,7 +161,7 @@ async def test_two_openapi_operations_over_http(rt: Any, router: Any) -> None:
 
 async def test_http_failures_are_error_results(rt: Any, router: Any) -> None:
     missing = await rt.call_tool("openapi:params:getPet", {"X-Trace-Id": "t"}, context=rt.InvocationContext(**FROZEN))
-    assert missing.is_error and "missing path parameter 'id'" in (missing.error or "")
+    assert missing.denied_by == "validation" and "/id: required argument is missing" in (missing.error or "")
     unset = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={})
     result = await unset.call_tool("openapi:params:listPets", {}, context=rt.InvocationContext(**FROZEN))
     assert result.is_error and "PARAMS_API_URL is not set" in (result.error or "")

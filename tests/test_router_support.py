@@ -126,8 +126,9 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_env.py", "_tables.py", "_types.py", "audit.py", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "router.py", "stubs.py", "py.typed"))
+        "__init__.py", "_env.py", "_schemas.json", "_tables.py", "_types.py", "audit.py", "http_dispatch.py",
+        "mcp_dispatch.py", "policy.py", "providers.py", "redact.py", "router.py", "stubs.py", "validate.py",
+        "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:
@@ -230,16 +231,17 @@ def probe_server() -> Any:
 def probe_tools(server: str = "probe") -> list[Tool]:
     from compiler.ir import McpBinding, RiskLevel
 
-    def tool(name: str, risk: RiskLevel, effects: tuple[str, ...], **extra: Any) -> Tool:
-        return Tool(id=f"mcp:{server}:{name}", source=server, name=name, description=name,
-                    input_schema={"type": "object"}, binding=McpBinding(server=server, tool_name=name), risk=risk,
-                    side_effects=effects, **extra)
+    def tool(name: str, risk: RiskLevel, effects: tuple[str, ...], argument: str, **extra: Any) -> Tool:
+        # The input schemas of probe_server's tools, as a listing gives them (a preset is hidden from the schema).
+        schema = {"type": "object", "properties": {argument: {"type": "string"}}, "required": [argument]}
+        return Tool(id=f"mcp:{server}:{name}", source=server, name=name, description=name, input_schema=schema,
+                    binding=McpBinding(server=server, tool_name=name), risk=risk, side_effects=effects, **extra)
 
     return [
-        tool("echo", RiskLevel.LOW, ()),
-        tool("fetch_page", RiskLevel.MEDIUM, ("network.http",)),
-        tool("write_note", RiskLevel.HIGH, ("fs.write",), fixed_params={"folder": "inbox"}),
-        tool("delete_note", RiskLevel.CRITICAL, ("fs.delete",)),
+        tool("echo", RiskLevel.LOW, (), "text"),
+        tool("fetch_page", RiskLevel.MEDIUM, ("network.http",), "url"),
+        tool("write_note", RiskLevel.HIGH, ("fs.write",), "text", fixed_params={"folder": "inbox"}),
+        tool("delete_note", RiskLevel.CRITICAL, ("fs.delete",), "note_id"),
     ]
 
 
