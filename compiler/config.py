@@ -188,17 +188,17 @@ def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
 
 
 def _explain(error: ErrorDetails) -> tuple[str, str]:
-    """(message, JSON pointer) for one validation error; an unknown key names the nearest valid one."""
+    """(message, JSON pointer) for one validation error; an unknown key names the nearest valid one. The pointer is
+    the diagnostic's location, so the message does not repeat it."""
     loc = tuple(error["loc"])
     pointer = "".join(f"/{part}" for part in loc)
-    where = "/".join(str(part) for part in loc)
     if error["type"] == "extra_forbidden" and loc:
         key = str(loc[-1])
         valid = _keys_at(loc[:-1])
         near = difflib.get_close_matches(key, valid, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(valid)}"
-        return f"{where}: unknown key {key!r}{hint}", pointer
-    return f"{where}: {error['msg']}", pointer
+        return f"unknown key {key!r}{hint}", pointer
+    return str(error["msg"]), pointer
 
 
 def input_kind(data: Any) -> str | None:
