@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import site
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,8 @@ from compiler.drift.check import check_build, refresh_command
 from compiler.drift.lock import LOCK_FILE, lock_data, parse_lock
 from compiler.pipeline import compile_project
 
-MCP = Path(__file__).parent.parent / "fixtures" / "drift" / "mcp"
+ROOT = Path(__file__).resolve().parent.parent
+MCP = ROOT / "fixtures" / "drift" / "mcp"
 
 
 @pytest.fixture
@@ -73,6 +78,26 @@ def test_upgrading_toolc_leaves_check_green(project: Path, monkeypatch: pytest.M
     assert "0 changes" in result.output
     assert regenerated, "the stale cache must not be trusted: the code was generated again"
     assert (project / "out" / LOCK_FILE).read_bytes() == lock_before
+
+
+def test_a_new_toolc_copy_with_an_edited_source_file_checks_green(project: Path, tmp_path: Path) -> None:
+    """The real thing, not a monkeypatch: a copy of toolc whose `codegen/env.py` gained a comment (what any upgrade
+    does to the generator's fingerprint) runs `toolc check` on the project the installed toolc compiled."""
+    copy = tmp_path / "toolc-next"
+    shutil.copytree(ROOT / "compiler", copy / "compiler", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "templates", copy / "compiler" / "templates", ignore=shutil.ignore_patterns("__pycache__"))
+    env_py = copy / "compiler" / "codegen" / "env.py"
+    env_py.write_text(env_py.read_text() + "# toolc-next: a comment is enough to change the fingerprint\n")
+    # -S: no site hooks, so the editable install's finder cannot bring the original package back.
+    path = os.pathsep.join([str(copy), *site.getsitepackages()])
+    probe = ("import compiler.codegen.cache as c; print(c.__file__); print(c.generator_identity())")
+    found = subprocess.run([sys.executable, "-S", "-c", probe], env={**os.environ, "PYTHONPATH": path},
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert found[0].startswith(str(copy)) and found[1] != cache.generator_identity()
+    checked = subprocess.run([sys.executable, "-S", "-m", "compiler", "check"], cwd=project,
+                             env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "0 changes" in checked.stdout
 
 
 def test_a_missing_or_broken_cache_only_costs_time(project: Path) -> None:
