@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
@@ -20,8 +20,18 @@ from compiler.ir import Catalog, JsonObject
 if TYPE_CHECKING:
     from compiler.refs import RefResolver
 
-LockData = dict[str, Any]
-"""`{"format": 1, "tools": {tool_id: {"ir": hash, "providers": {target: hash}}}}` (see `drift.lock`)."""
+class LockEntry(TypedDict):
+    ir: str
+    """sha256 of the tool and the shared definitions it reaches."""
+    providers: NotRequired[dict[str, str]]
+    """Target → sha256 of the definition emitted for it."""
+
+
+class LockData(TypedDict):
+    """What `toolc.lock` holds (see `drift.lock`): only what users' drift means, never a cache."""
+
+    format: int
+    tools: dict[str, LockEntry]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from compiler.build import Build, LockData, TargetOutput
+from compiler.build import Build, LockData, LockEntry, TargetOutput
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.drift.codes import BAD_LOCK
 from compiler.drift.schemas import local_def_name
@@ -134,9 +134,9 @@ def _components(edges: Mapping[str, list[str]]) -> list[set[str]]:
 
 def lock_data(catalog: Catalog, providers: Mapping[str, TargetOutput]) -> LockData:
     hasher = ToolHasher(catalog)
-    tools: dict[str, Any] = {}
+    tools: dict[str, LockEntry] = {}
     for tool in catalog.tools:
-        entry: dict[str, Any] = {"ir": hasher.ir_hash(tool)}
+        entry: LockEntry = {"ir": hasher.ir_hash(tool)}
         lowered = {target: digest(output.tools[tool.id]) for target, output in sorted(providers.items())
                    if tool.id in output.tools}
         if lowered:
