@@ -1,17 +1,62 @@
-"""The state one compile carries from stage to stage: the catalog, the diagnostics and the files being made."""
+"""What one compile hands from stage to stage: typed values, each set by the stage that makes it.
+
+    Build.catalog      the IR (sources stage)
+    Build.providers    {target: TargetOutput}: lowered definitions and name map per target (providers stage)
+    Build.codegen      CodegenRecord: what code generation wrote, for the cache beside the output (codegen stage)
+    Build.lock         LockData: the hashes `toolc.lock` holds (the last stage; `toolc check` compares them)
+    Build.files        every output file, by path relative to the output folder
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
-from compiler.ir import Catalog
+from compiler.ir import Catalog, JsonObject
 
 if TYPE_CHECKING:
     from compiler.refs import RefResolver
+
+class LockEntry(TypedDict):
+    ir: str
+    """sha256 of the tool and the shared definitions it reaches."""
+    providers: NotRequired[dict[str, str]]
+    """Target → sha256 of the definition emitted for it."""
+
+
+class LockData(TypedDict):
+    """What `toolc.lock` holds (see `drift.lock`): only what users' drift means, never a cache."""
+
+    format: int
+    tools: dict[str, LockEntry]
+
+
+@dataclass(frozen=True)
+class TargetOutput:
+    """One target's result, as emitted: what codegen, the lock and the pytest plugin read."""
+
+    target: str
+    tools: Mapping[str, JsonObject]
+    """Tool id → the definition exactly as in `schemas/<target>.json`."""
+    names: JsonObject
+    """The reverse name map (`schemas/<target>.names.json`, format in `providers.namemap`)."""
+    summary: Mapping[str, Any]
+    """Sizes for `--report`: tools, strict, bytes, estimated_tokens, losses."""
+
+
+@dataclass(frozen=True)
+class CodegenRecord:
+    """What code generation read and wrote, kept in the cache beside the output (never in the lock)."""
+
+    inputs: str
+    """The fingerprint of everything generation reads (`codegen.cache.fingerprint`)."""
+    files: Mapping[str, str]
+    """`python/...` path → sha256 of the file written."""
+    diagnostics: tuple[JsonObject, ...]
+    """The diagnostics generation reported, replayed when the output is reused."""
 
 
 @dataclass
@@ -23,15 +68,19 @@ class Build:
     targets: tuple[str, ...]
     files: dict[str, bytes] = field(default_factory=dict)
     """Output files, by path relative to the output folder (POSIX separators)."""
-    artifacts: dict[str, Any] = field(default_factory=dict)
-    """Structured results later stages read (e.g. `providers`: lowered tools and name maps per target)."""
     previous_output: MutableMapping[str, bytes] = field(default_factory=dict)
     """The output folder as it was before this compile (codegen carries `# toolc: keep` edits over from it)."""
+    previous_codegen: CodegenRecord | None = None
+    """The codegen cache entry found beside the output folder, if any."""
+    providers: dict[str, TargetOutput] = field(default_factory=dict)
+    codegen: CodegenRecord | None = None
+    lock: LockData | None = None
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:
             raise ValueError(f"two stages write {path}")
         self.files[path] = content
 
-
-Emitter = Callable[[Build], None]
+    def report_extra(self) -> dict[str, Any]:
+        """What `--report` adds to the diagnostics: per-target sizes."""
+        return {"targets": {target: dict(output.summary) for target, output in self.providers.items()}}

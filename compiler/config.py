@@ -7,21 +7,28 @@ here and expanded only where a value is used (so secrets never reach recordings 
 
 from __future__ import annotations
 
+import difflib
 import shlex
+import types
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.limits import Limits
 from compiler.loading import load_document
+from compiler.providers.registry import TARGETS
 from compiler.server_shapes import ShapeError, normalize_server_shapes
+from compiler.sources.detect import detect_kind
 
 INVALID_CONFIG = "TC110"
 
 DEFAULT_CONFIG_NAME = "toolc.yaml"
-ALL_TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+ALL_TARGETS = TARGETS
+"""Every compile target, in the registry's order (`compiler.providers.registry`)."""
+RISK_LABELS = ("low", "medium", "high", "critical")
 
 
 class _Strict(BaseModel):
@@ -55,6 +62,8 @@ class ServerConfig(ToolFilter):
     deny_side_effect_tags: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     """Names of env vars and headers whose values are secret (never written anywhere)."""
+    trusted: bool = False
+    """Believe the server's tool annotations (`readOnlyHint`...) even where they lower a tool's risk."""
     recording: str | None = None
     """Where `toolc record` writes and `toolc compile` reads; default `recordings/<id>.json`."""
 
@@ -81,6 +90,8 @@ class RecordingConfig(ToolFilter):
 
     id: str | None = None
     path: str
+    trusted: bool = False
+    """Believe the listing's tool annotations even where they lower a tool's risk (see `ServerConfig.trusted`)."""
 
 
 class NamesConfig(_Strict):
@@ -108,12 +119,22 @@ class ProvidersConfig(_Strict):
 class PolicyConfig(_Strict):
     """The router's policy, baked into generated code (seed 000's gates)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
     deny_side_effect_tags: tuple[str, ...] = ()
     admin_tools: tuple[str, ...] = ()
     admin_token_env: str = "TOOLC_ADMIN_TOKEN"
+    admin_min_risk: Literal["low", "medium", "high", "critical"] | None = "critical"
+    """Tools at or above this risk need the admin token too (null: only `admin_tools` do)."""
+    audit_db: str = Field(default="toolc_audit.sqlite3", min_length=1)
+    """The router's SQLite audit file (`TOOLC_AUDIT_DB` overrides it at run time)."""
+    max_concurrency: int = Field(default=10, gt=0)
+    """Tool calls the router runs at once."""
+
+    @field_validator("admin_min_risk", mode="before")
+    @classmethod
+    def _lower_risk(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
 
 class Config(_Strict):
@@ -146,11 +167,61 @@ def _invalid(message: str, source: str) -> CompilerError:
     return CompilerError(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, message=message, source=source))
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, through `X | None` and `tuple[X, ...]`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (tuple, list, Union, types.UnionType):
+        for argument in get_args(annotation):
+            found = _model_of(argument)
+            if found is not None:
+                return found
+    return None
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the section at `loc` accepts (list indexes skipped)."""
+    model: type[BaseModel] | None = Config
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _model_of(field.annotation) if field is not None else None
+    return [name for name in model.model_fields if name != "root"] if model is not None else []
+
+
+def _explain(error: ErrorDetails) -> tuple[str, str]:
+    """(message, JSON pointer) for one validation error; an unknown key names the nearest valid one. The pointer is
+    the diagnostic's location, so the message does not repeat it."""
+    loc = tuple(error["loc"])
+    pointer = "".join(f"/{part}" for part in loc)
+    if error["type"] == "extra_forbidden" and loc:
+        key = str(loc[-1])
+        valid = _keys_at(loc[:-1])
+        near = difflib.get_close_matches(key, valid, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(valid)}"
+        return f"unknown key {key!r}{hint}", pointer
+    return str(error["msg"]), pointer
+
+
+def input_kind(data: Any) -> str | None:
+    """`openapi` / `mcp-recording` when `data` is an input document rather than a project file (whose `openapi:`
+    is a list of documents)."""
+    kind = detect_kind(data)
+    if kind == "openapi" and isinstance(data, dict) and isinstance(data.get("openapi"), list):
+        return None
+    return kind
+
+
 def config_from_data(data: Any, *, root: Path, source: str) -> Config:
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise _invalid("a project file must be a mapping", source)
+    kind = input_kind(data)
+    if kind is not None:
+        what = "an OpenAPI document" if kind == "openapi" else "an MCP tool listing"
+        raise _invalid(f"this is {what}, not a project file: pass it as PATH (e.g. `toolc list {source}`)", source)
     try:
         data = normalize_server_shapes(data)
     except ShapeError as exc:
@@ -158,9 +229,9 @@ def config_from_data(data: Any, *, root: Path, source: str) -> Config:
     try:
         return Config.model_validate({**data, "root": root})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = "/".join(str(part) for part in first["loc"])
-        raise _invalid(f"{where}: {first['msg']} ({exc.error_count()} problem(s))", source) from None
+        message, pointer = _explain(exc.errors()[0])
+        raise CompilerError(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, source=source, pointer=pointer,
+                                       message=f"{message} ({exc.error_count()} problem(s))")) from None
 
 
 def load_config(path: Path) -> Config:

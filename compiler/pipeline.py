@@ -1,25 +1,29 @@
-"""The only place that orders the stages: sources → IR catalog → emitters (schemas, code, lock) → output.
+"""The only place that orders the stages (`_STAGES`, run by `compile_project` under the project's limits):
 
-    config ─► read sources ─► Catalog ─► EMITTERS (each adds files to the Build) ─► atomic write
+    config ─► read sources ─► Catalog ─► catalog.json ─► providers (schemas/) ─► codegen (python/) ─► lock ─► write
+
+Each stage adds its files to the `Build` and hands on a typed value the later ones read (`build.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler import limits
-from compiler.build import Build, Emitter
+from compiler.build import Build
+from compiler.codegen.cache import load_record, save_record
 from compiler.codegen.emit import emit_python
-from compiler.config import ALL_TARGETS, Config, OpenApiConfig, RecordingConfig, ServerConfig
+from compiler.config import Config, OpenApiConfig, RecordingConfig, ServerConfig
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
 from compiler.providers.emit import emit_providers
+from compiler.providers.registry import PROVIDERS
 from compiler.refs import RefResolver
 from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
@@ -28,11 +32,6 @@ from compiler.sources.recording import read_recording
 UNKNOWN_KIND = "TC104"
 DUPLICATE_SOURCE = "TC106"
 UNKNOWN_TARGET = "TC107"
-
-# Each emitter adds its files to the Build; order matters where a stage reads another's artifacts.
-# emit_lock stays last: it hashes what the others produced (insert new emitters before it).
-EMITTERS: tuple[Emitter, ...] = (emit_catalog, emit_providers, emit_python, emit_lock)
-
 
 @dataclass(frozen=True)
 class Input:
@@ -93,7 +92,7 @@ def _recording_settings(settings: Any) -> RecordingConfig | None:
     if isinstance(settings, ServerConfig):
         return RecordingConfig(id=settings.id, path=settings.recording_path, enabled=settings.enabled,
                                allow_tools=settings.allow_tools, deny_tools=settings.deny_tools,
-                               fixed_params=settings.fixed_params)
+                               fixed_params=settings.fixed_params, trusted=settings.trusted)
     return None
 
 
@@ -138,8 +137,8 @@ def read_catalog(config: Config, inputs: list[Input], resolver: RefResolver, dia
 def check_targets(targets: Iterable[str], diagnostics: Diagnostics) -> tuple[str, ...]:
     chosen: list[str] = []
     for target in targets:
-        if target not in ALL_TARGETS:
-            diagnostics.error(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(ALL_TARGETS)}")
+        if target not in PROVIDERS:
+            diagnostics.error(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(PROVIDERS)}")
         elif target not in chosen:
             chosen.append(target)
     return tuple(chosen)
@@ -173,24 +172,46 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         if not limits.is_out_of_memory(exc):
             raise
         _out_of_memory(diagnostics, config, "while reading the sources")
-        catalog = build_catalog((), diagnostics)
-        return Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen)
+        return Build(config=config, catalog=build_catalog((), diagnostics), resolver=resolver,
+                     diagnostics=diagnostics, targets=chosen)
+    destination = out_dir or config.output_dir
     build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
-                  previous_output=OutputFolder(out_dir or config.output_dir))
-    stage = "reading the sources"
-    for emit in EMITTERS:
-        if limits.over_budget():
-            _out_of_memory(diagnostics, config, f"after {stage}")
+                  previous_output=OutputFolder(destination), previous_codegen=load_record(destination))
+    done = "reading the sources"
+    for stage, run in _STAGES:
+        if limits.over_budget():  # checked between stages: what one stage left behind stops the next
+            _out_of_memory(diagnostics, config, f"after {done}")
             break
-        stage = getattr(emit, "__name__", "emitting")
         try:
-            emit(build)
+            run(build)
         except Exception as exc:
             if not limits.is_out_of_memory(exc):
                 raise
             _out_of_memory(diagnostics, config, f"in {stage}")
             break
+        done = stage
     return build
+
+
+def _catalog(build: Build) -> None:
+    emit_catalog(build)                        # catalog.json: the IR as read
+
+
+def _providers(build: Build) -> None:
+    build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
+
+
+def _codegen(build: Build) -> None:
+    build.codegen = emit_python(build)         # python/: stubs and router (reads the providers' name maps)
+
+
+def _lock(build: Build) -> None:
+    build.lock = emit_lock(build)              # toolc.lock, last: hashes the catalog and the providers' output
+
+
+_STAGES: tuple[tuple[str, Callable[[Build], None]], ...] = (
+    ("catalog.json", _catalog), ("schemas/", _providers), ("python/", _codegen), ("toolc.lock", _lock))
+"""The stages after reading, in order; each hands on a typed value the later ones read (`build.py`)."""
 
 
 def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None:
@@ -199,4 +220,7 @@ def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None
 
 
 def write_build(build: Build, out_dir: Path) -> None:
+    """Swap the output folder in, then refresh the codegen cache beside it."""
     write_tree(out_dir, build.files)
+    if build.codegen is not None:
+        save_record(out_dir, build.codegen)

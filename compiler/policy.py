@@ -1,8 +1,9 @@
 """Risk level and side-effect inference (seed 000's keyword rules), and the allow/deny filter.
 
-Evidence is taken in order of trust: MCP annotations first, then the HTTP method for OpenAPI operations,
-then keywords in the name and description. Keywords only ever raise a level that the annotations leave
-open; a `readOnlyHint: true` tool is LOW whatever its name says.
+Evidence: the HTTP method for OpenAPI operations, else keywords in the tool's name (and description, for the
+network effect). MCP annotations are the server's own claims, and a server can lie (`delete_everything` declared
+read-only): by default they may only RAISE the level and add side effects. Only for a server the project file
+marks `trusted: true` do they also lower it (a trusted `readOnlyHint: true` tool is LOW whatever its name says).
 """
 
 from __future__ import annotations
@@ -71,8 +72,19 @@ def infer_risk(
     description: str,
     annotations: Annotations = NO_ANNOTATIONS,
     http_method: str | None = None,
+    *,
+    trusted: bool = False,
 ) -> tuple[RiskLevel, tuple[str, ...]]:
-    """Return the tool's risk level and its sorted side-effect tags."""
+    """Return the tool's risk level and its sorted side-effect tags (annotations lower it only when `trusted`)."""
+    if trusted:
+        return _infer(name, description, annotations, http_method)
+    plain_level, plain_effects = _infer(name, description, NO_ANNOTATIONS, http_method)
+    hinted_level, hinted_effects = _infer(name, description, annotations, http_method)
+    return max(plain_level, hinted_level), tuple(sorted({*plain_effects, *hinted_effects}))
+
+
+def _infer(name: str, description: str, annotations: Annotations,
+           http_method: str | None) -> tuple[RiskLevel, tuple[str, ...]]:
     # Only the name decides the level from keywords: descriptions of read-only tools routinely mention
     # "create" or "delete" ("list the files created..."), names rarely lie.
     name_words = _words(name)

@@ -88,7 +88,7 @@ def test_an_internal_error_is_a_diagnostic_not_a_traceback(tmp_path: Path, monke
     def explode(build: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(pipeline, "EMITTERS", (explode,))
+    monkeypatch.setattr(pipeline, "emit_catalog", explode)
     monkeypatch.delenv("TOOLC_DEBUG", raising=False)
     result = run_toolc("compile", LISTING, "--out", tmp_path / "o")
     assert result.exit_code == 3

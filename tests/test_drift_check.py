@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import site
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from compiler.cli import main
+from compiler.codegen import cache, emit
 from compiler.config import load_config
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.check import check_build, refresh_command
-from compiler.drift.lock import LOCK_FILE, emit_lock, parse_lock
-from compiler.pipeline import EMITTERS, compile_project
+from compiler.drift.lock import LOCK_FILE, lock_data, parse_lock
+from compiler.pipeline import compile_project
 
-MCP = Path(__file__).parent.parent / "fixtures" / "drift" / "mcp"
+ROOT = Path(__file__).resolve().parent.parent
+MCP = ROOT / "fixtures" / "drift" / "mcp"
 
 
 @pytest.fixture
@@ -33,9 +39,11 @@ def run(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
-def test_lock_is_the_last_emitter_and_lives_in_the_output(project: Path) -> None:
-    assert EMITTERS[-1] is emit_lock
+def test_lock_is_the_last_stage_and_lives_in_the_output(project: Path) -> None:
     lock = parse_lock((project / "out" / LOCK_FILE).read_bytes(), source=LOCK_FILE)
+    build = compile_project(load_config(project / "toolc.yaml"))
+    assert build.lock == lock == lock_data(build.catalog, build.providers)  # hashes exactly what was handed on
+    assert set(lock) == {"format", "tools"}, "the lock holds only what drift means: no cache, no fingerprint"
     assert set(lock["tools"]) == {t["id"] for t in json.loads((project / "out" / "catalog.json").read_bytes())["tools"]}
     entry = lock["tools"]["mcp:fs:read_file"]
     assert entry["ir"].startswith("sha256:") and len(entry["ir"]) == 71
@@ -51,6 +59,53 @@ def test_lock_is_deterministic_and_ignores_key_order(project: Path) -> None:
     (project / "fs.json").write_text(json.dumps(listing, indent=3))
     build = compile_project(load_config(project / "toolc.yaml"))
     assert build.files[LOCK_FILE] == first
+
+
+def test_upgrading_toolc_leaves_check_green(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new toolc (simulated: its generator's identity changes, as a one-line comment in codegen/env.py would)
+    regenerates the code, gets the same bytes, and an unchanged project stays green; only the cache goes stale."""
+    cached = cache.cache_file(project / "out")
+    assert cached.is_file() and not cached.is_relative_to(project / "out")
+    assert (cached.parent / ".gitignore").read_text().splitlines()[-1] == "*"
+    lock_before = (project / "out" / LOCK_FILE).read_bytes()
+    monkeypatch.setattr(cache, "generator_identity", lambda: "toolc-next-version")
+    regenerated: list[str] = []
+    real_record = cache.record
+    monkeypatch.setattr(emit, "record", lambda key, files, diags: regenerated.append(key) or real_record(key, files,
+                                                                                                        diags))
+    result = run("check")
+    assert result.exit_code == 0, result.output
+    assert "0 changes" in result.output
+    assert regenerated, "the stale cache must not be trusted: the code was generated again"
+    assert (project / "out" / LOCK_FILE).read_bytes() == lock_before
+
+
+def test_a_new_toolc_copy_with_an_edited_source_file_checks_green(project: Path, tmp_path: Path) -> None:
+    """The real thing, not a monkeypatch: a copy of toolc whose `codegen/env.py` gained a comment (what any upgrade
+    does to the generator's fingerprint) runs `toolc check` on the project the installed toolc compiled."""
+    copy = tmp_path / "toolc-next"
+    shutil.copytree(ROOT / "compiler", copy / "compiler", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "templates", copy / "compiler" / "templates", ignore=shutil.ignore_patterns("__pycache__"))
+    env_py = copy / "compiler" / "codegen" / "env.py"
+    env_py.write_text(env_py.read_text() + "# toolc-next: a comment is enough to change the fingerprint\n")
+    # -S: no site hooks, so the editable install's finder cannot bring the original package back.
+    path = os.pathsep.join([str(copy), *site.getsitepackages()])
+    probe = ("import compiler.codegen.cache as c; print(c.__file__); print(c.generator_identity())")
+    found = subprocess.run([sys.executable, "-S", "-c", probe], env={**os.environ, "PYTHONPATH": path},
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert found[0].startswith(str(copy)) and found[1] != cache.generator_identity()
+    checked = subprocess.run([sys.executable, "-S", "-m", "compiler", "check"], cwd=project,
+                             env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "0 changes" in checked.stdout
+
+
+def test_a_missing_or_broken_cache_only_costs_time(project: Path) -> None:
+    cached = cache.cache_file(project / "out")
+    cached.write_text("{ not json")
+    assert run("check").exit_code == 0
+    cached.unlink()
+    assert run("check").exit_code == 0
 
 
 def test_bad_lock_is_a_diagnostic() -> None:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from compiler.cli import main
-from compiler.drift.commands import compile_alone, diff_inputs
+from compiler.commands.check import compile_alone, diff_inputs
 from compiler.drift.diff import DriftReport
 from compiler.drift.report import render
 from compiler.drift.rules import Level

@@ -26,6 +26,8 @@ def test_tools_unchanged(toolc_tools, toolc_snapshot):
 
 def _scratch(pytester: pytest.Pytester, target: str) -> Path:
     root = pytester.path
+    # A user's project configures its own plugins; pytest-asyncio wants its loop scope set explicitly.
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     shutil.copy(MCP / "server-everything@2025.1.14.json", root / "listing.json")
     (root / "toolc.yaml").write_text("output: generated\nrecordings:\n  - id: everything\n    path: listing.json\n")
     pytester.makepyfile(test_user=USER_TEST.format(target=target))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from compiler.drift.commands import compile_alone, diff_inputs
+from compiler.commands.check import compile_alone, diff_inputs
 from compiler.drift.diff import DriftReport
 from compiler.drift.rules import RULES, Level
 

@@ -30,13 +30,13 @@ def test_emits_tools_and_name_maps_for_every_target() -> None:
     for target in TARGETS:
         tools = json.loads(build.files[f"schemas/{target}.json"])
         names = json.loads(build.files[f"schemas/{target}.names.json"])
-        artifact = build.artifacts["providers"][target]
-        assert artifact["names"] == names
+        output = build.providers[target]
+        assert output.names == names
         definitions = tools[0]["functionDeclarations"] if target == "gemini" else tools
-        assert definitions == list(artifact["tools"].values())
+        assert definitions == list(output.tools.values())
         assert len(definitions) == len(build.catalog.tools) == len(names["tools"])
         assert all(validate(target, d) == [] for d in definitions)
-        summary = build.artifacts["report"]["targets"][target]
+        summary = build.providers[target].summary
         assert summary["bytes"] == len(build.files[f"schemas/{target}.json"])
         assert 0 < summary["estimated_tokens"] < summary["bytes"]
 
@@ -55,7 +55,7 @@ def test_bad_input_becomes_diagnostics_not_tracebacks() -> None:
     for name in ("props_list", "required_str", "items_number", "bad_type"):
         assert codes.MALFORMED_SCHEMA in by_tool.get(f"mcp:hostile-listing:{name}", set()), name
     for target in TARGETS:
-        emitted = build.artifacts["providers"][target]["tools"]
+        emitted = build.providers[target].tools
         assert "mcp:hostile-listing:fine.tool/name" in emitted
         assert all(validate(target, d) == [] for d in emitted.values())
     assert not any(d.code == codes.INVALID_OUTPUT for d in build.diagnostics)

@@ -10,7 +10,8 @@ import pytest
 from compiler.config import NamesConfig
 from compiler.ir import Tool
 from compiler.providers import codes
-from compiler.providers.names import MANGLERS, assign_names
+from compiler.providers.names import assign_names
+from compiler.providers.registry import PROVIDERS
 from tests.test_providers_support import TARGETS, catalog_of, config, lower, make_tool
 
 EMPTY = {"type": "object", "properties": {}}
@@ -21,13 +22,13 @@ PATTERNS = {"openai-chat": r"^[a-zA-Z0-9_-]{1,64}$", "openai-responses": r"^[a-z
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("raw", ["repos/get", "a b.c:d", "9lives", "ünïcode", "x" * 200, "-", "get.user:v2"])
 def test_manglers_produce_legal_names(target: str, raw: str) -> None:
-    name = MANGLERS[target](raw)
+    name = PROVIDERS[target].mangler(raw)
     assert re.match(PATTERNS[target], name), name
-    assert MANGLERS[target](raw) == name  # deterministic
+    assert PROVIDERS[target].mangler(raw) == name  # deterministic
 
 
 def test_long_names_keep_room_for_suffixes_and_stay_apart() -> None:
-    a, b = MANGLERS["openai-chat"]("x" * 100 + "a"), MANGLERS["openai-chat"]("x" * 100 + "b")
+    a, b = PROVIDERS["openai-chat"].mangler("x" * 100 + "a"), PROVIDERS["openai-chat"].mangler("x" * 100 + "b")
     assert a != b and len(a) == len(b) == 64
     tools = [make_tool(EMPTY, name="y" * 70 + str(i % 2), source=f"s{i}") for i in range(4)]
     names, _ = assign_names(tools, "openai-chat", NamesConfig(server_prefix="never", namesake="rename"))

@@ -20,7 +20,7 @@ from compiler.refs import (
     RefResolver,
     resolve_pointer,
 )
-from compiler.refs.pointers import DEFINITIONS, KEYWORDS, SCHEMA_MAP
+from compiler.schema import DEFINITIONS, KEYWORDS, SCHEMA_MAP
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "refs" / "refparser"
 

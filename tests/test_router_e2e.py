@@ -32,16 +32,16 @@ EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / "@modelcontextprotoco
 EVERYTHING_SERVER = ServerConfig(id="server-everything", command=("node", str(EVERYTHING / "dist" / "index.js")),
                                  args=("stdio",), timeout_ms=30_000)
 PARAMS_API = OpenApiConfig(id="params", path="fixtures/openapi/params.yaml", base_url="${PARAMS_API_URL}/v1")
-NAME_MAPS = {"providers": {
-    "gemini": {"names": name_map("gemini", {
+NAME_MAPS = {
+    "gemini": name_map("gemini", {
         "time__now": {"tool": "mcp:mcp-server-time:get_current_time", "strict": False,
                       "arguments": {"rename": {"tz": "timezone"}}},
-        "params__getPet": "openapi:params:getPet"})},
-    "anthropic": {"names": name_map("anthropic", {
-        "mcp-server-time__get_current_time": "mcp:mcp-server-time:get_current_time"})},
-    "openai-chat": {"names": name_map("openai-chat", {"time_now": "mcp:mcp-server-time:get_current_time"})},
-    "openai-responses": {"names": name_map("openai-responses", {"get_pet": "openapi:params:getPet"})},
-}}
+        "params__getPet": "openapi:params:getPet"}),
+    "anthropic": name_map("anthropic", {
+        "mcp-server-time__get_current_time": "mcp:mcp-server-time:get_current_time"}),
+    "openai-chat": name_map("openai-chat", {"time_now": "mcp:mcp-server-time:get_current_time"}),
+    "openai-responses": name_map("openai-responses", {"get_pet": "openapi:params:getPet"}),
+}
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -83,7 +83,7 @@ def http_api() -> Iterator[str]:
 @pytest.fixture
 def rt(tmp_path: Path) -> Iterator[Any]:
     build = make_build(catalog_from(), servers=[TIME_SERVER, EVERYTHING_SERVER], openapi=[PARAMS_API],
-                       artifacts=NAME_MAPS)
+                       name_maps=NAME_MAPS)
     with load_router(write_router(build, tmp_path / "gen")) as module:
         yield module
 
@@ -161,7 +161,7 @@ async def test_two_openapi_operations_over_http(rt: Any, router: Any) -> None:
 
 async def test_http_failures_are_error_results(rt: Any, router: Any) -> None:
     missing = await rt.call_tool("openapi:params:getPet", {"X-Trace-Id": "t"}, context=rt.InvocationContext(**FROZEN))
-    assert missing.is_error and "missing path parameter 'id'" in (missing.error or "")
+    assert missing.denied_by == "validation" and "/id: required argument is missing" in (missing.error or "")
     unset = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={})
     result = await unset.call_tool("openapi:params:listPets", {}, context=rt.InvocationContext(**FROZEN))
     assert result.is_error and "PARAMS_API_URL is not set" in (result.error or "")

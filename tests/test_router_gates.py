@@ -41,8 +41,13 @@ def events(router: Any, invocation_id: str) -> list[tuple[str, dict[str, Any]]]:
     return [(e.event_type, dict(e.payload)) for e in router.audit.events if e.invocation_id == invocation_id]
 
 
+# Well-formed arguments for each probe tool (the router validates them against the tool's input schema).
+PROBE_ARGS: dict[str, dict[str, str]] = {"echo": {"text": "x"}, "fetch_page": {"url": "u"}, "write_note": {"text": "x"},
+                                         "delete_note": {"note_id": "n"}}
+
+
 async def assert_denied(router: Any, tool: str, context: Any, gate: str, reason: str = "") -> None:
-    result = await router.call_tool(f"mcp:probe:{tool}", {"text": "x", "url": "u", "note_id": "n"}, context=context)
+    result = await router.call_tool(f"mcp:probe:{tool}", PROBE_ARGS.get(tool, {}), context=context)
     assert result.is_error and result.denied_by == gate, (result.denied_by, result.error)
     assert reason in (result.error or "")
     recorded = events(router, result.invocation_id)
@@ -53,8 +58,7 @@ async def assert_denied(router: Any, tool: str, context: Any, gate: str, reason:
 
 async def test_every_gate_allows_a_well_formed_call(rt: Any, router: Any) -> None:
     for tool in ("echo", "fetch_page", "write_note", "delete_note"):
-        result = await router.call_tool(f"mcp:probe:{tool}", {"text": "x", "url": "u", "note_id": "n"},
-                                        context=ctx(rt))
+        result = await router.call_tool(f"mcp:probe:{tool}", PROBE_ARGS[tool], context=ctx(rt))
         assert not result.is_error, (tool, result.error)
         kinds = [kind for kind, _ in events(router, result.invocation_id)]
         assert kinds == ["policy_decision", "tool_invocation_start", "tool_invocation_end"]
@@ -213,8 +217,11 @@ async def test_preset_parameters_win_and_postprocessing_runs(rt: Any, router: An
         return result
 
     router.register_postprocessor("mcp:probe:write_*", shout)
-    result = await router.call_tool("mcp:probe:write_note", {"text": "hi", "folder": "elsewhere"}, context=ctx(rt))
+    # The preset `folder` is hidden from the schema: a call naming it is refused, not silently overridden.
+    smuggled = await router.call_tool("mcp:probe:write_note", {"text": "hi", "folder": "elsewhere"}, context=ctx(rt))
+    assert smuggled.denied_by == "validation" and "/folder: unexpected argument" in (smuggled.error or "")
+    result = await router.call_tool("mcp:probe:write_note", {"text": "hi"}, context=ctx(rt))
     assert result.content[0]["text"] == "WROTE HI IN INBOX"
     start = next(p for kind, p in events(router, result.invocation_id) if kind == "tool_invocation_start")
-    assert start["arguments"] == ["folder", "text"]  # names only, never values
+    assert start["arguments"] == ["text"]  # names only, never values
     await router.aclose()

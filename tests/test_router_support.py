@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from compiler.build import Build
+from compiler.build import Build, TargetOutput
 from compiler.codegen.router import generate_router
-from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig, config_from_data
+from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.ir import Catalog, Source, Tool
 from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
@@ -46,12 +46,13 @@ def catalog_from(recordings: Iterable[str] = DEFAULT_RECORDINGS, openapi: Iterab
 
 def make_build(catalog: Catalog | None = None, *, policy: dict[str, Any] | None = None,
                servers: Iterable[ServerConfig] = (), openapi: Iterable[OpenApiConfig] = (),
-               artifacts: dict[str, Any] | None = None, root: Path = ROOT) -> Build:
+               name_maps: dict[str, dict[str, Any]] | None = None, root: Path = ROOT) -> Build:
     config = Config(root=root, policy=PolicyConfig(**(policy or {})), mcp_servers=tuple(servers),
                     openapi=tuple(openapi))
     return Build(config=config, catalog=catalog if catalog is not None else catalog_from(), resolver=None,  # type: ignore[arg-type]
                  diagnostics=Diagnostics(), targets=("anthropic", "gemini", "openai-chat", "openai-responses"),
-                 artifacts=artifacts or {})
+                 providers={target: TargetOutput(target, tools={}, names=names, summary={})
+                            for target, names in (name_maps or {}).items()})
 
 
 def name_map(target: str, tools: dict[str, str | dict[str, Any]]) -> dict[str, Any]:
@@ -62,12 +63,12 @@ def name_map(target: str, tools: dict[str, str | dict[str, Any]]) -> dict[str, A
 
 
 def with_name_maps(build: Build) -> Build:
-    """`build` with the providers' real name maps in its artifacts, as `toolc compile` makes them."""
+    """`build` with the providers' real output (name maps included), as `toolc compile` makes them."""
     from compiler.providers.emit import emit_providers
     from compiler.refs import RefResolver
 
     build.resolver = RefResolver(build.diagnostics)  # make_build has none; the providers stage resolves refs
-    emit_providers(build)
+    build.providers = emit_providers(build)
     return build
 
 
@@ -125,8 +126,9 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_env.py", "_tables.py", "_types.py", "audit.py", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "router.py", "stubs.py", "py.typed"))
+        "__init__.py", "_env.py", "_schemas.json", "_tables.py", "_types.py", "audit.py", "http_dispatch.py",
+        "mcp_dispatch.py", "policy.py", "providers.py", "redact.py", "router.py", "stubs.py", "validate.py",
+        "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:
@@ -143,39 +145,44 @@ def test_literal_secrets_are_not_baked() -> None:
     assert len(warnings) == 2 and all(d.pointer.startswith("/mcp_servers/svc/") for d in warnings)
 
 
-def test_bad_policy_is_a_diagnostic_not_a_traceback() -> None:
-    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()),
-                       policy={"admin_min_risk": "extreme", "max_concurrency": 0})
-    files = generate_router(build)
-    codes = sorted(d.code for d in build.diagnostics)
-    assert codes == ["TC632", "TC634", "TC634"]
-    assert {d.pointer for d in build.diagnostics if d.code == "TC634"} == {"/policy/admin_min_risk",
-                                                                         "/policy/max_concurrency"}
-    assert files  # the defaults are used, the compile fails on the error diagnostics
+def test_bad_policy_is_a_config_error_with_its_location() -> None:
+    with pytest.raises(CompilerError) as caught:
+        config_from_data({"policy": {"admin_min_risk": "extreme", "max_concurrency": 0}}, root=ROOT,
+                         source="toolc.yaml")
+    diagnostic = caught.value.diagnostic
+    assert diagnostic.code == "TC110" and diagnostic.pointer == "/policy/admin_min_risk"
+    assert "2 problem(s)" in diagnostic.message
+    with pytest.raises(CompilerError) as caught:
+        config_from_data({"policy": {"max_concurrency": 0}}, root=ROOT, source="toolc.yaml")
+    assert caught.value.diagnostic.pointer == "/policy/max_concurrency"
 
 
-def test_provider_name_maps_are_embedded_and_bad_entries_dropped() -> None:
-    artifacts = {"providers": {"openai-chat": {"names": name_map("openai-chat", {
-        "time__get_current_time": {"tool": "mcp:mcp-server-time:get_current_time", "strict": False,
-                                   "arguments": {"rename": {"tz": "timezone"}}},
-        "ghost": "mcp:nowhere:ghost",
-    })}}}
-    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), artifacts=artifacts)
+def test_provider_name_maps_are_embedded() -> None:
+    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), name_maps={
+        "openai-chat": name_map("openai-chat", {
+            "time__get_current_time": {"tool": "mcp:mcp-server-time:get_current_time", "strict": False,
+                                       "arguments": {"rename": {"tz": "timezone"}}}})})
     tables = generate_router(build)["toolc_router/_tables.py"].decode()
     assert ("'time__get_current_time': NameEntry('mcp:mcp-server-time:get_current_time', "
             "arguments={'rename': {'tz': 'timezone'}})") in tables
-    assert "ghost" not in tables
-    assert [d.code for d in build.diagnostics if d.code == "TC635"] == ["TC635"]
+
+
+def test_a_name_map_naming_an_unknown_tool_is_a_bug_not_a_diagnostic() -> None:
+    """Name maps are built in the same process from the same catalog: a stray entry can only be toolc's bug."""
+    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()),
+                       name_maps={"openai-chat": name_map("openai-chat", {"ghost": "mcp:nowhere:ghost"})})
+    with pytest.raises(AssertionError, match="ghost"):
+        generate_router(build)
 
 
 def test_equal_name_maps_are_baked_once_and_shared(tmp_path: Path) -> None:
     same = {"get_current_time": "mcp:mcp-server-time:get_current_time"}
-    artifacts = {"providers": {
-        "openai-responses": {"names": name_map("openai-responses", same)},
-        "anthropic": {"names": name_map("anthropic", same)},
-        "gemini": {"names": name_map("gemini", {"time_now": "mcp:mcp-server-time:get_current_time"})},
-    }}
-    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), artifacts=artifacts)
+    maps = {
+        "openai-responses": name_map("openai-responses", same),
+        "anthropic": name_map("anthropic", same),
+        "gemini": name_map("gemini", {"time_now": "mcp:mcp-server-time:get_current_time"}),
+    }
+    build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), name_maps=maps)
     tables = generate_router(build)["toolc_router/_tables.py"].decode()
     assert tables.count("_NAMES_0: Final") == 1 and tables.count("_NAMES_1: Final") == 1
     assert "_NAMES_2" not in tables
@@ -224,16 +231,17 @@ def probe_server() -> Any:
 def probe_tools(server: str = "probe") -> list[Tool]:
     from compiler.ir import McpBinding, RiskLevel
 
-    def tool(name: str, risk: RiskLevel, effects: tuple[str, ...], **extra: Any) -> Tool:
-        return Tool(id=f"mcp:{server}:{name}", source=server, name=name, description=name,
-                    input_schema={"type": "object"}, binding=McpBinding(server=server, tool_name=name), risk=risk,
-                    side_effects=effects, **extra)
+    def tool(name: str, risk: RiskLevel, effects: tuple[str, ...], argument: str, **extra: Any) -> Tool:
+        # The input schemas of probe_server's tools, as a listing gives them (a preset is hidden from the schema).
+        schema = {"type": "object", "properties": {argument: {"type": "string"}}, "required": [argument]}
+        return Tool(id=f"mcp:{server}:{name}", source=server, name=name, description=name, input_schema=schema,
+                    binding=McpBinding(server=server, tool_name=name), risk=risk, side_effects=effects, **extra)
 
     return [
-        tool("echo", RiskLevel.LOW, ()),
-        tool("fetch_page", RiskLevel.MEDIUM, ("network.http",)),
-        tool("write_note", RiskLevel.HIGH, ("fs.write",), fixed_params={"folder": "inbox"}),
-        tool("delete_note", RiskLevel.CRITICAL, ("fs.delete",)),
+        tool("echo", RiskLevel.LOW, (), "text"),
+        tool("fetch_page", RiskLevel.MEDIUM, ("network.http",), "url"),
+        tool("write_note", RiskLevel.HIGH, ("fs.write",), "text", fixed_params={"folder": "inbox"}),
+        tool("delete_note", RiskLevel.CRITICAL, ("fs.delete",), "note_id"),
     ]
 
 

@@ -1,12 +1,15 @@
 """Skip code generation when nothing it reads has changed (typed stubs for GitHub take ~10 s; `toolc check`
 and a no-op `toolc compile` should not pay that).
 
-The lock records, under `codegen`, a fingerprint of every input of this stage: the catalog, the project file,
-the targets and their name maps, and the generator itself (its modules, its templates, the versions of the
-libraries whose output it embeds), plus the sha256 of each file it wrote and the diagnostics it reported. When
-the fingerprint matches and every `python/` file in the output folder still has its recorded hash, the folder's
-files *are* what generation would produce (generation is deterministic, and `# toolc: keep` functions are
-copied from that same folder), so they are reused and the diagnostics replayed. Anything else regenerates.
+The cache is a file beside the output folder, never inside it and never in `toolc.lock`:
+`<output's parent>/.toolc-cache/<output name>.codegen.json` (the folder holds a `.gitignore` of `*`, so it is never
+committed). It records a fingerprint of every input of this stage: the catalog, the project file, the targets and
+their name maps, and the generator itself (its modules, its templates, the versions of the libraries whose output
+it embeds), plus the sha256 of each file it wrote and the diagnostics it reported. When the fingerprint matches
+and every `python/` file in the output folder still has its recorded hash, the folder's files *are* what
+generation would produce (generation is deterministic, and `# toolc: keep` functions are copied from that same
+folder), so they are reused and the diagnostics replayed. Anything else (no cache, a new toolc) regenerates, and
+regenerating gives the same bytes: upgrading toolc costs one slower compile, never a failed `toolc check`.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from typing import Any
 
 import orjson
 
-from compiler.build import Build
+from compiler.build import Build, CodegenRecord
 from compiler.codegen.env import templates_dir
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.serialize import catalog_to_json, compact_json
+from compiler.serialize import canonical_json, catalog_to_json, compact_json
 
-LOCK_FILE = "toolc.lock"
+CACHE_DIR = ".toolc-cache"
+CACHE_FORMAT = 1
 PREFIX = "python/"
 # Only the library whose output is embedded verbatim; it is pinned exactly in pyproject.toml.
 _LIBRARIES = ("datamodel-code-generator",)
@@ -50,56 +54,77 @@ def generator_identity() -> str:
 
 
 def fingerprint(build: Build) -> str:
-    providers: Mapping[str, Any] = build.artifacts.get("providers") or {}
     inputs = {
         "generator": generator_identity(),
         "config": build.config.model_dump(mode="json", exclude={"root"}),
         "targets": list(build.targets),
-        "names": {target: data.get("names") for target, data in sorted(providers.items())},
+        "names": {target: output.names for target, output in sorted(build.providers.items())},
         "catalog": catalog_to_json(build.catalog),
     }
     return _sha256(compact_json(inputs))
 
 
-def record(build: Build, key: str, files: Mapping[str, bytes], diagnostics: Iterable[Diagnostic]) -> None:
-    """What the lock keeps for the next compile (`drift.lock` writes `build.artifacts["codegen"]`)."""
-    build.artifacts["codegen"] = {
-        "inputs": key,
-        "files": {path: _sha256(content) for path, content in sorted(files.items())},
-        "diagnostics": [d.to_json() for d in diagnostics],
-    }
+def record(key: str, files: Mapping[str, bytes], diagnostics: Iterable[Diagnostic]) -> CodegenRecord:
+    """What the cache keeps for the next compile."""
+    return CodegenRecord(inputs=key, files={path: _sha256(content) for path, content in sorted(files.items())},
+                         diagnostics=tuple(d.to_json() for d in diagnostics))
 
 
-def reuse(build: Build, key: str) -> bool:
+def reuse(build: Build, key: str) -> CodegenRecord | None:
     """Copy the previous output's files and replay its diagnostics when they are provably current."""
-    entry = _previous_entry(build.previous_output.get(LOCK_FILE))
-    if entry is None or entry.get("inputs") != key:
-        return False
-    recorded: Mapping[str, str] = entry.get("files") or {}
+    entry = build.previous_codegen
+    if entry is None or entry.inputs != key:
+        return None
     previous = build.previous_output
     on_disk = {path: previous[path] for path in previous if path.startswith(PREFIX)}
-    if set(on_disk) != set(recorded) or any(_sha256(on_disk[p]) != h for p, h in recorded.items()):
-        return False
+    if set(on_disk) != set(entry.files) or any(_sha256(on_disk[p]) != h for p, h in entry.files.items()):
+        return None
     try:
-        replayed = [_diagnostic(item) for item in entry.get("diagnostics") or []]
+        replayed = [_diagnostic(item) for item in entry.diagnostics]
     except (KeyError, TypeError, ValueError):
-        return False
+        return None
     for path, content in sorted(on_disk.items()):
         build.add_file(path, content)
     build.diagnostics.extend(replayed)
-    build.artifacts["codegen"] = dict(entry)
-    return True
+    return entry
 
 
-def _previous_entry(lock: bytes | None) -> Mapping[str, Any] | None:
-    if lock is None:
-        return None
+# -- the cache file ---------------------------------------------------------------------------------------------
+
+
+def cache_file(out_dir: Path) -> Path:
+    """Beside the output folder, so the atomic swap of the folder and `toolc check`'s byte comparison never see it."""
+    out_dir = out_dir.resolve()
+    return out_dir.parent / CACHE_DIR / f"{out_dir.name}.codegen.json"
+
+
+def load_record(out_dir: Path) -> CodegenRecord | None:
+    """The cache entry for `out_dir`; None when there is none or it is unreadable (then generation runs)."""
     try:
-        data = orjson.loads(lock)
-    except orjson.JSONDecodeError:
+        data = orjson.loads(cache_file(out_dir).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
         return None
-    entry = data.get("codegen") if isinstance(data, dict) else None
-    return entry if isinstance(entry, dict) else None
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+        return None
+    inputs, files, diagnostics = data.get("inputs"), data.get("files"), data.get("diagnostics")
+    if not (isinstance(inputs, str) and isinstance(files, dict) and isinstance(diagnostics, list)):
+        return None
+    return CodegenRecord(inputs=inputs, files=files, diagnostics=tuple(diagnostics))
+
+
+def save_record(out_dir: Path, entry: CodegenRecord) -> None:
+    """Best effort: a cache that cannot be written only costs the next compile its speed-up."""
+    path = cache_file(out_dir)
+    data = {"format": CACHE_FORMAT, "inputs": entry.inputs, "files": dict(entry.files),
+            "diagnostics": list(entry.diagnostics)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# toolc's build cache: never committed\n*\n")
+        path.write_bytes(canonical_json(data))
+    except OSError:
+        return
 
 
 def _diagnostic(item: Mapping[str, Any]) -> Diagnostic:

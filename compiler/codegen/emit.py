@@ -9,16 +9,18 @@ all under `python/` in the output folder. Layout:
 
 from __future__ import annotations
 
-from compiler.build import Build
+from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
 
 
-def emit_python(build: Build) -> None:
+def emit_python(build: Build) -> CodegenRecord | None:
+    """Add the `python/` files (reused from the output folder when provably current); None without codegen."""
     if not build.config.codegen:
-        return
+        return None
     key = fingerprint(build)
-    if reuse(build, key):
-        return
+    reused = reuse(build, key)
+    if reused is not None:
+        return reused
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
     from compiler.codegen.router import generate_router
     from compiler.codegen.stubs import generate_stubs
@@ -28,4 +30,4 @@ def emit_python(build: Build) -> None:
              for path, content in sorted({**generate_router(build), **generate_stubs(build)}.items())}
     for path, content in files.items():
         build.add_file(path, content)
-    record(build, key, files, build.diagnostics.items[before:])
+    return record(key, files, build.diagnostics.items[before:])

@@ -34,15 +34,10 @@ import libcst
 from compiler import limits
 from compiler.codegen.identifiers import snake_name
 from compiler.refs import escape_token, unescape_token
+from compiler.schema import map_subschemas
 
 _DROPPED_KEYS = frozenset({"$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicRef", "$comment", "$vocabulary",
                            "default"})
-_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
-_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
-_SCHEMA_ONE = frozenset({
-    "items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-    "unevaluatedItems", "unevaluatedProperties", "additionalItems",
-})
 
 
 @dataclass(frozen=True)
@@ -75,15 +70,8 @@ def _walk(node: Any, on_ref: Callable[[str], str | None]) -> Any:
             if isinstance(value, str) and (new := on_ref(value)) is not None:
                 out[key] = new
             continue
-        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
-            out[key] = {name: _walk(sub, on_ref) for name, sub in value.items()}
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_walk(sub, on_ref) for sub in value]
-        elif key in _SCHEMA_ONE and isinstance(value, Mapping | bool):
-            out[key] = _walk(value, on_ref)
-        else:
-            out[key] = value
-    return out
+        out[key] = value
+    return map_subschemas(out, lambda sub, _step: _walk(sub, on_ref))
 
 
 def ref_target(ref: str) -> tuple[str, str] | None:

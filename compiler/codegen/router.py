@@ -2,8 +2,10 @@
 
 The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
 servers, HTTP APIs, policy, provider name maps), written as Python literals. `stubs.py` is the runtime support
-of the typed stubs (`codegen.stubs`), one copy for every source package. Generated code imports the `mcp`
-SDK and httpx2, never `compiler`. See `router_tables` and `router_names` for what is baked and its diagnostics.
+of the typed stubs (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input
+schemas the router validates arguments against (`router_guard`). Generated code imports the `mcp` SDK, httpx2
+and jsonschema, never `compiler`. See `router_tables`, `router_names` and `router_guard` for what is baked and
+its diagnostics.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import jinja2
 
 from compiler.build import Build
 from compiler.codegen.env import render
+from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
 from compiler.codegen.router_tables import (
     api_rows,
@@ -35,8 +38,10 @@ MODULES = (
     "mcp_dispatch.py",
     "policy.py",
     "providers.py",
+    "redact.py",
     "router.py",
     "stubs.py",
+    "validate.py",
 )
 
 
@@ -46,13 +51,23 @@ def router_context(build: Build) -> dict[str, object]:
     servers = server_rows(build.config.mcp_servers, build.diagnostics)
     recording_only_servers(tools, servers, build.diagnostics)
     apis = api_rows(build, tools)
+    maps = name_maps(build.providers, tools, build.targets)
+    provider_names: dict[str, set[str]] = {}
+    for table in maps.tables:
+        for name, entry in table:
+            provider_names.setdefault(entry["tool_id"], set()).add(name)
+    aliases = policy_aliases(tools, provider_names)
+    for row in rows:
+        row["aliases"] = aliases.get(row["id"], ())
+    policy = policy_table(build.config.policy, build.diagnostics)
     return {
         "project": build.config.name,
-        "policy": policy_table(build.config.policy, build.diagnostics),
+        "policy": policy,
+        "secret_env": secret_env(servers, apis, policy["admin_token_env"]),
         "servers": servers,
         "apis": apis,
         "tools": rows,
-        "name_maps": name_maps(build.artifacts, tools, build.targets, build.diagnostics),
+        "name_maps": maps,
         "tool_count": len(rows),
         "server_count": len({row["source"] for row in rows if row["mcp_tool"] is not None}),
         "api_count": len(apis),
@@ -74,4 +89,6 @@ def generate_router(build: Build) -> dict[str, bytes]:
             return {}
         files[f"{PACKAGE}/{module}"] = source.encode()
     files[f"{PACKAGE}/py.typed"] = b""
+    routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
+    files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     return files

@@ -1,16 +1,15 @@
 """The provider name maps baked into the generated router: provider-facing tool name → tool id + argument undo.
 
-Read from `build.artifacts["providers"][target]["names"]`, the name map `compiler.providers` writes to
+Read from `build.providers[target].names`, the name map `compiler.providers` writes to
 `schemas/<target>.names.json` (format 1, documented in `compiler.providers.namemap`). Per target the router keeps,
 for each provider tool name, the tool id and that entry's `arguments` shape and `defs` unchanged: the generated
 `providers.rewrite` applies them exactly as `namemap.arguments_to_wire` does. `strict` is not baked (the shape
 already says which nulls to drop).
 
-Without that artifact (no targets compiled) each tool's own name routes to it when no other tool shares it;
-tool ids are always accepted by the generated router. Diagnostics (entries concerned are not baked):
-
-    TC635 warning  an entry names a tool that is not in the catalog (or not routable)
-    TC637 warning  a name map, or one of its entries, is not in name-map format 1
+Without name maps (no targets compiled) each tool's own name routes to it when no other tool shares it; tool ids
+are always accepted by the generated router. The maps were built in this process from the same catalog: an entry
+that is not format 1 or names an unknown tool is a bug in toolc (an AssertionError, reported as TC999), never a
+user-facing diagnostic.
 """
 
 from __future__ import annotations
@@ -20,12 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.diagnostics import Diagnostics
+from compiler.build import TargetOutput
 from compiler.ir import Tool
 from compiler.providers.namemap import NAME_MAP_FORMAT
-
-UNKNOWN_NAME_TARGET = "TC635"
-BAD_NAME_MAP = "TC637"
 
 Entry = dict[str, Any]
 Table = list[tuple[str, Entry]]
@@ -60,50 +56,29 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def _entry(raw: Any) -> Entry | None:
-    """`{"tool_id", "arguments", "defs"}` for a format-1 entry, None when it is not one."""
-    if not isinstance(raw, Mapping):
-        return None
-    tool_id = raw.get("tool")
-    arguments = raw.get("arguments", {})
-    defs = raw.get("defs", {})
-    if not isinstance(tool_id, str) or not isinstance(arguments, Mapping) or not isinstance(defs, Mapping):
-        return None
+def _entry(target: str, name: str, raw: Any, known: set[str]) -> Entry:
+    """`{"tool_id", "arguments", "defs"}` for one format-1 entry."""
+    assert isinstance(raw, Mapping), f"{target} name map entry {name!r} is not an object"
+    tool_id, arguments, defs = raw.get("tool"), raw.get("arguments", {}), raw.get("defs", {})
+    assert isinstance(tool_id, str) and isinstance(arguments, Mapping) and isinstance(defs, Mapping), (
+        f"{target} name map entry {name!r} is not a format-{NAME_MAP_FORMAT} entry")
+    assert tool_id in known, f"{target} name map entry {name!r} names no routable tool ({tool_id!r})"
     return {"tool_id": tool_id, "arguments": _canonical(arguments), "defs": _canonical(defs)}
 
 
-def _target_entries(target: str, names: Mapping[str, Any], known: set[str],
-                    diagnostics: Diagnostics) -> Table:
+def _target_entries(output: TargetOutput, known: set[str]) -> Table:
+    names = output.names
     tools = names.get("tools")
-    if names.get("format") != NAME_MAP_FORMAT or names.get("target") != target or not isinstance(tools, Mapping):
-        diagnostics.warning(BAD_NAME_MAP, f"name map is not format {NAME_MAP_FORMAT} for {target!r}; not baked: "
-                            "this target's tool calls route by tool id only", provider=target, source="providers")
-        return []
-    entries: Table = []
-    for name in sorted(tools, key=str):
-        entry = _entry(tools[name])
-        if entry is None:
-            diagnostics.warning(BAD_NAME_MAP, f"name map entry {name!r} is not a format-{NAME_MAP_FORMAT} entry; "
-                                "dropped", provider=target, source="providers")
-        elif entry["tool_id"] not in known:
-            diagnostics.warning(UNKNOWN_NAME_TARGET, f"name map entry {name!r} names no routable tool "
-                                f"({entry['tool_id']!r}); dropped", provider=target, source="providers")
-        else:
-            entries.append((str(name), entry))
-    return entries
+    assert names.get("format") == NAME_MAP_FORMAT and names.get("target") == output.target, (
+        f"name map is not format {NAME_MAP_FORMAT} for {output.target!r}")
+    assert isinstance(tools, Mapping), f"name map for {output.target!r} has no tools"
+    return [(str(name), _entry(output.target, str(name), tools[name], known)) for name in sorted(tools, key=str)]
 
 
-def name_maps(artifacts: Mapping[str, Any], tools: list[Tool], targets: tuple[str, ...],
-              diagnostics: Diagnostics) -> NameMaps:
+def name_maps(providers: Mapping[str, TargetOutput], tools: list[Tool], targets: tuple[str, ...]) -> NameMaps:
     known = {tool.id for tool in tools}
-    providers = artifacts.get("providers")
-    if isinstance(providers, Mapping) and providers:
-        maps: list[tuple[str, Table]] = []
-        for target in sorted(providers):
-            names = providers[target].get("names") if isinstance(providers[target], Mapping) else None
-            if isinstance(names, Mapping):
-                maps.append((target, _target_entries(target, names, known, diagnostics)))
-        return _shared(maps)
+    if providers:
+        return _shared([(target, _target_entries(providers[target], known)) for target in sorted(providers)])
     counts = Counter(tool.name for tool in tools)
     fallback: Table = [(tool.name, {"tool_id": tool.id, "arguments": {}, "defs": {}})
                        for tool in sorted(tools, key=lambda t: t.name) if counts[tool.name] == 1]

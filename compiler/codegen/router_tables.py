@@ -50,37 +50,16 @@ def _plain(value: Any) -> Any:
 
 
 def policy_table(policy: PolicyConfig, diagnostics: Diagnostics) -> dict[str, Any]:
-    """The baked `PolicySpec`. Router settings beyond PolicyConfig's own fields arrive as extra keys."""
-    extra = dict(policy.model_extra or {})
-    floor: int | None = RiskLevel.CRITICAL.value
-    if "admin_min_risk" in extra:
-        label = extra["admin_min_risk"]
-        if label is None:
-            floor = None
-        elif isinstance(label, str) and label.upper() in RiskLevel.__members__:
-            floor = RiskLevel.from_label(label).value
-        else:
-            diagnostics.error(BAD_POLICY, "policy.admin_min_risk must be one of low, medium, high, critical or null",
-                              source="policy", pointer="/policy/admin_min_risk")
-    audit_db = extra.get("audit_db", DEFAULT_AUDIT_DB)
-    if not isinstance(audit_db, str) or not audit_db:
-        diagnostics.error(BAD_POLICY, "policy.audit_db must be a non-empty path", source="policy",
-                          pointer="/policy/audit_db")
-        audit_db = DEFAULT_AUDIT_DB
-    limit = extra.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        diagnostics.error(BAD_POLICY, "policy.max_concurrency must be a positive integer", source="policy",
-                          pointer="/policy/max_concurrency")
-        limit = DEFAULT_MAX_CONCURRENCY
+    """The baked `PolicySpec`. Every field is typed and validated when the project file is loaded."""
     return {
         "allow_tools": tuple(policy.allow_tools),
         "deny_tools": tuple(policy.deny_tools),
         "deny_side_effect_tags": tuple(policy.deny_side_effect_tags),
         "admin_tools": tuple(policy.admin_tools),
         "admin_token_env": policy.admin_token_env,
-        "admin_min_risk": floor,
-        "max_concurrency": limit,
-        "audit_db": audit_db,
+        "admin_min_risk": None if policy.admin_min_risk is None else RiskLevel.from_label(policy.admin_min_risk).value,
+        "max_concurrency": policy.max_concurrency,
+        "audit_db": policy.audit_db,
     }
 
 

@@ -80,10 +80,7 @@ def check_build(build: Build, *, where: str, refresh: str, diagnostics: Diagnost
     """Compare `build` with `build.previous_output` (the output folder as it is). `where` names the folder in
     diagnostics; `refresh` is the command that brings it up to date."""
     previous = build.previous_output
-    new_lock = build.artifacts.get("lock")
-    if new_lock is None:  # a build that did not run `emit_lock`
-        new_lock_bytes = build.files.get(LOCK_FILE)
-        new_lock = parse_lock(new_lock_bytes, source=LOCK_FILE) if new_lock_bytes else lock_data(build)
+    new_lock = build.lock if build.lock is not None else lock_data(build.catalog, build.providers)
     old_lock = _old_lock(previous, diagnostics, where)
     old_tools: Mapping[str, Any] = old_lock["tools"]
     new_tools: Mapping[str, Any] = new_lock["tools"]

@@ -18,6 +18,7 @@ from compiler.drift.rules import AUDIENCES, RULES, Change, Level
 from compiler.drift.schema_diff import SchemaDiff
 from compiler.drift.schemas import RefsCache, SchemaView, dirty_definitions
 from compiler.ir import Annotations, Catalog, HttpBinding, Tool
+from compiler.schema import IdentityMemo
 from compiler.serialize import compact_json
 
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -99,8 +100,9 @@ class CatalogDiff:
         self.old, self.new = old, new
         self.by = by
         self.skip = skip
-        self.refs_cache: RefsCache = {}
-        self.dirty_cache: dict[tuple[int, int], frozenset[str]] = {}
+        self.refs_cache: RefsCache = RefsCache()
+        self.dirty_cache: IdentityMemo[IdentityMemo[frozenset[str]]] = IdentityMemo()
+        """old shared definitions → new shared definitions → the names whose meaning may differ."""
         self.report = DriftReport(tools_old=len(old.tools), tools_new=len(new.tools))
 
     def key(self, tool: Tool) -> str:
@@ -210,10 +212,13 @@ class CatalogDiff:
     def _dirty(self, old: SchemaView, new: SchemaView) -> frozenset[str]:
         if old.own or new.own:
             return dirty_definitions({**old.shared, **old.own}, {**new.shared, **new.own}, self.refs_cache)
-        key = (id(old.shared), id(new.shared))
-        if key not in self.dirty_cache:
-            self.dirty_cache[key] = dirty_definitions(old.shared, new.shared, self.refs_cache)
-        return self.dirty_cache[key]
+        by_new = self.dirty_cache.get(old.shared)
+        if by_new is None:
+            by_new = self.dirty_cache.put(old.shared, IdentityMemo())
+        dirty = by_new.get(new.shared)
+        if dirty is None:
+            dirty = by_new.put(new.shared, dirty_definitions(old.shared, new.shared, self.refs_cache))
+        return dirty
 
     def _compare_annotations(self, a: Annotations, b: Annotations, display: str) -> None:
         for attribute, wire_name, default, riskier in _HINTS:

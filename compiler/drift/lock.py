@@ -6,8 +6,11 @@
 The IR hash covers every field of the tool plus the shared definitions its schemas
 reach, transitively — the same information `RefResolver.bundle` copies into `$defs` — each definition hashed
 once per compile, so a 1,000-operation document costs one pass over its components. Provider hashes cover
-the lowered definition each target emits (`build.artifacts["providers"][target]["tools"][tool_id]`).
+the lowered definition each target emits (`build.providers[target].tools[tool_id]`).
 Hashes are sha256 over `serialize.compact_json` (sorted keys), so key order never changes a hash.
+
+The lock holds only what users' drift means. Caches (the codegen fingerprint) live beside the output folder
+(`codegen.cache`), so a new toolc version never changes an unchanged project's lock.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from compiler.build import Build
+from compiler.build import Build, LockData, LockEntry, TargetOutput
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.drift.codes import BAD_LOCK
 from compiler.drift.schemas import local_def_name
@@ -129,29 +132,25 @@ def _components(edges: Mapping[str, list[str]]) -> list[set[str]]:
     return found
 
 
-def lock_data(build: Build) -> dict[str, Any]:
-    hasher = ToolHasher(build.catalog)
-    providers: Mapping[str, Any] = build.artifacts.get("providers") or {}
-    tools: dict[str, Any] = {}
-    for tool in build.catalog.tools:
-        entry: dict[str, Any] = {"ir": hasher.ir_hash(tool)}
-        lowered = {target: digest(data["tools"][tool.id]) for target, data in sorted(providers.items())
-                   if isinstance(data, Mapping) and tool.id in (data.get("tools") or {})}
+def lock_data(catalog: Catalog, providers: Mapping[str, TargetOutput]) -> LockData:
+    hasher = ToolHasher(catalog)
+    tools: dict[str, LockEntry] = {}
+    for tool in catalog.tools:
+        entry: LockEntry = {"ir": hasher.ir_hash(tool)}
+        lowered = {target: digest(output.tools[tool.id]) for target, output in sorted(providers.items())
+                   if tool.id in output.tools}
         if lowered:
             entry["providers"] = lowered
         tools[tool.id] = entry
-    data: dict[str, Any] = {"format": LOCK_FORMAT, "tools": tools}
-    if "codegen" in build.artifacts:  # what `codegen.cache` needs to skip an unchanged generation
-        data["codegen"] = build.artifacts["codegen"]
-    return data
+    return {"format": LOCK_FORMAT, "tools": tools}
 
 
-def emit_lock(build: Build) -> None:
-    """The last emitter: hashes what the others produced. Lives inside the output folder, so it is swapped in
+def emit_lock(build: Build) -> LockData:
+    """The last stage: hashes what the others produced. Lives inside the output folder, so it is swapped in
     atomically with the files it describes."""
-    data = lock_data(build)
-    build.artifacts["lock"] = data  # read by `check_build`, which would otherwise parse the bytes back
+    data = lock_data(build.catalog, build.providers)
     build.add_file(LOCK_FILE, canonical_json(data))
+    return data
 
 
 def parse_lock(content: bytes, *, source: str) -> dict[str, Any]:

@@ -93,6 +93,9 @@ class SchemaDiff:
         self.same_def = same_def
         self.refs_cache = refs_cache
         self.seen: set[tuple[str, str]] = set()
+        self._pinned: list[Any] = []
+        """Nodes whose `id` is part of a `seen` key (merged `allOf` nodes are fresh dicts): kept alive so their ids
+        are never reused by another node during this walk."""
         self.changes: list[Change] = []
 
     # -- reporting -------------------------------------------------------------------------------------
@@ -132,6 +135,7 @@ class SchemaDiff:
             if key in self.seen:
                 return
             self.seen.add(key)
+            self._pinned.extend((a, b))
         if not isinstance(a, Mapping) or not isinstance(b, Mapping):
             self._compare_booleans(a, b, pointer)
             return

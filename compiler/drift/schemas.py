@@ -1,4 +1,5 @@
-"""Reading a tool schema the way the RefResolver defines it, for comparison and hashing.
+"""Reading a tool schema the way the RefResolver defines it (its scope rules, `schema.merge_all_of`), for
+comparison and hashing.
 
 A tool schema sees its source's shared definitions as `#/$defs/<name>` (its own `$defs` win, as in
 `refs.RefResolver.bundle`). The drift check follows `$ref`s lazily, one node at a time, instead of
@@ -11,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.refs import PointerError, resolve_pointer, unescape_token
+from compiler.refs import PointerError, RefResolver, unescape_token
+from compiler.refs.scope import Failure
+from compiler.schema import IdentityMemo, merge_all_of
 
 DEFS_PREFIX = "#/$defs/"
 _MAX_HOPS = 64
@@ -25,27 +28,21 @@ def local_def_name(ref: str) -> str | None:
 
 
 class SchemaView:
-    """One tool schema plus the shared definitions it can reach."""
+    """One tool schema plus the shared definitions it can reach, resolved by the shared resolver's scope rules
+    (`RefResolver.scope`): own `$defs` over shared ones, any JSON pointer, `$id`s and anchors."""
 
     def __init__(self, root: Any, shared: Mapping[str, Any]) -> None:
         self.root = root
-        own = root.get("$defs") if isinstance(root, Mapping) else None
-        self.own: Mapping[str, Any] = own if isinstance(own, Mapping) else {}
+        self.scope = RefResolver.scope(root, shared)
+        self.own: Mapping[str, Any] = self.scope.own_defs
         self.shared = shared
 
     def lookup(self, ref: str) -> Any:
         """The node `ref` names, or raise PointerError."""
-        name = local_def_name(ref)
-        if name is not None:
-            if name in self.own:
-                return self.own[name]
-            if name in self.shared:
-                return self.shared[name]
-            raise PointerError(f"{ref}: no definition {name!r}")
-        if ref.startswith(DEFS_PREFIX):
-            overlay = {**dict(self.root), "$defs": {**self.shared, **self.own}}
-            return resolve_pointer(overlay, ref)
-        return resolve_pointer(self.root, ref)
+        found = self.scope.resolve(ref, self.scope.root_base)
+        if isinstance(found, Failure):
+            raise PointerError(found.message)
+        return found.node
 
     def deref(self, node: Any) -> tuple[Any, str]:
         """Follow a `$ref` chain. Sibling keywords next to a `$ref` win over the target's. Returns the node and
@@ -65,42 +62,23 @@ class SchemaView:
         return node, first
 
     def resolved(self, node: Any, depth: int = 0) -> tuple[Any, str]:
-        """`deref`, then `allOf` merged into one node (its own keywords first, then each branch's; `properties`
-        merged, `required` united), so `$ref: X` and `allOf: [{$ref: X}, {extra}]` compare as X against X+extra."""
+        """`deref`, then `allOf` merged into one node (`schema.merge_all_of`), so `$ref: X` and
+        `allOf: [{$ref: X}, {extra}]` compare as X against X+extra."""
         node, ref = self.deref(node)
-        if not isinstance(node, Mapping) or not isinstance(node.get("allOf"), list) or depth > 16:
+        if not isinstance(node, Mapping) or depth > 16:
             return node, ref
-        merged = {key: value for key, value in node.items() if key != "allOf"}
-        properties = dict(merged.get("properties") or {})
-        required = list(merged.get("required") or [])
-        for branch in node["allOf"]:
-            part, _ = self.resolved(branch, depth + 1)
-            if not isinstance(part, Mapping):
-                return node, ref
-            for key, value in part.items():
-                if key == "properties" and isinstance(value, Mapping):
-                    properties = {**value, **properties}
-                elif key == "required" and isinstance(value, list):
-                    required += [name for name in value if name not in required]
-                else:
-                    merged.setdefault(key, value)
-        if properties:
-            merged["properties"] = properties
-        if required:
-            merged["required"] = required
-        return merged, ref
+        return merge_all_of(node, lambda branch: self.resolved(branch, depth + 1)[0]), ref
 
 
-RefsCache = dict[int, tuple[Any, frozenset[str]]]
-"""id(node) → (node, its refs). Holding the node keeps its id from being reused by another object."""
+RefsCache = IdentityMemo[frozenset[str]]
+"""The `$ref` strings under each node, by node identity."""
 
 
 def refs_in(node: Any, cache: RefsCache) -> frozenset[str]:
     """Every `$ref` string under `node` (memoised by object identity: IR schemas are not mutated)."""
-    key = id(node)
-    found = cache.get(key)
-    if found is not None and found[0] is node:
-        return found[1]
+    found = cache.get(node)
+    if found is not None:
+        return found
     refs: set[str] = set()
     if isinstance(node, Mapping):
         ref = node.get("$ref")
@@ -113,9 +91,7 @@ def refs_in(node: Any, cache: RefsCache) -> frozenset[str]:
         for value in node:
             if isinstance(value, Mapping | list):
                 refs |= refs_in(value, cache)
-    result = frozenset(refs)
-    cache[key] = (node, result)
-    return result
+    return cache.put(node, frozenset(refs))
 
 
 def reachable_definitions(schema: Any, shared: Mapping[str, Any], cache: RefsCache) -> list[str]:

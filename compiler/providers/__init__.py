@@ -1,12 +1,14 @@
 """Provider lowering: IR tools → OpenAI (Chat Completions, Responses), Claude and Gemini tool definitions.
 
+    registry.py  PROVIDERS: the one list of targets every other list derives from
+    dialect.py   the `Dialect` base class (flags, name rules, passes, budgets, the template `lower()`)
+    openai.py · anthropic.py · gemini.py   one `Dialect` subclass each
     lower.py     per target: names → per-tool lowering (strict, else loose) → validation → request limits
     base.py      the one walker, `Capabilities` flags, loss reporting;  passes.py / hoist.py: shared passes
-    openai.py · anthropic.py · gemini.py   one dialect each: capabilities + an ordered tuple of node passes
     validate.py  one rule-based validator per provider (every emitted definition passes it)
     names.py     manglers, server prefix, namesake strategy;  namemap.py: the reverse map + `arguments_to_wire`
-    emit.py      `emit_providers` (schemas/<target>.json, schemas/<target>.names.json, artifacts, report sizes)
-    explain.py   `toolc explain`;  codes.py: TC401-TC449 and their severities
+    emit.py      `emit_providers` → {target: TargetOutput} (schemas/<target>.json, .names.json, report sizes)
+    codes.py     TC401-TC449 and their severities  (`toolc explain` is `compiler/commands/explain.py`)
 """
 
 from compiler.providers.namemap import UnknownToolName, arguments_to_wire

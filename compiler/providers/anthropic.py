@@ -5,16 +5,18 @@ Always: `$ref` inlined (recursion pruned by the resolver), root `type: object` w
 top-level property keys matching `^[a-zA-Z0-9_.-]{1,64}$` (renamed, mapped back by the name map).
 Strict (only when asked, `providers.anthropic_strict`): `additionalProperties: false` on every object, the
 structured-outputs keyword subset (numeric and length constraints described), `minItems` 0/1 only, primitive
-enums only; maps and untyped values fall back to non-strict. Per-request budgets are applied by `lower.py`.
+enums only; maps and untyped values fall back to non-strict. The per-request budgets are this dialect's `budget`
+(`lower.py` applies them over the whole tool list).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from compiler.ir import JsonObject, Tool
-from compiler.providers import codes
+from compiler.providers import codes, names
 from compiler.providers.base import (
     Capabilities,
     Lowering,
@@ -22,10 +24,9 @@ from compiler.providers.base import (
     describe,
     is_object,
     is_typed,
-    lower_schema,
     on,
 )
-from compiler.providers.dialect import Lowered, LowerEnv, tool_description
+from compiler.providers.dialect import Budget, Dialect, Lowered, LowerEnv, tool_description
 from compiler.providers.hoist import hoist_root, rename_keys
 from compiler.providers.passes import (
     drop_annotations,
@@ -35,6 +36,9 @@ from compiler.providers.passes import (
     openapi_nullable,
     split_type_list,
 )
+
+if TYPE_CHECKING:
+    from compiler.providers.validate import Violation
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 KEY = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
@@ -109,15 +113,21 @@ def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return rename_keys(node, KEY, ctx)
 
 
-class AnthropicDialect:
-    caps = Capabilities(target="anthropic", name_pattern=NAME)
+class AnthropicDialect(Dialect):
+    target = "anthropic"
+    aliases = ("claude",)
+    caps = Capabilities(target=target, name_pattern=NAME)
+    mangler = names.ANTHROPIC
+    resolution = "inline"
+    strict_passes = STRICT_PASSES
+    strict_root = (_root,)
+    loose_passes = LOOSE_PASSES
+    loose_root = (_root,)
+    budget = Budget(strict_tools=20, optional_parameters=24, union_parameters=16)
+    strict_option = "anthropic_strict"
 
-    def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
-        ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
-                       memo=env.memo(self.caps.target, strict))
-        schema = env.inline(tool, ctx)
-        passes = STRICT_PASSES if strict else LOOSE_PASSES
-        parameters = lower_schema(schema, ctx, passes, (_root,))
+    def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
+             strict: bool) -> Lowered:
         definition: JsonObject = {"name": name}
         description = tool_description(tool)
         if description:
@@ -127,6 +137,14 @@ class AnthropicDialect:
             definition["strict"] = True
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
                        losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
+
+    def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
+        from compiler.providers.validate import validate_anthropic  # the validator reads this module's tables
+
+        return validate_anthropic(definition, self)
+
+    def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:
+        return strict_cost(parameters)
 
 
 def strict_cost(parameters: Mapping[str, object]) -> tuple[int, int]:

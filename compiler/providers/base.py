@@ -1,7 +1,8 @@
 """The one schema walker, the capability flags a dialect declares, and loss reporting.
 
-A dialect (`openai.py`, `anthropic.py`, `gemini.py`) is a `Capabilities` value plus an ordered tuple of small
-node passes. `lower_schema` walks the resolved schema once, bottom-up: each node's subschemas are lowered first,
+A dialect (`dialect.py`: `openai.py`, `anthropic.py`, `gemini.py`) declares `Capabilities` and ordered tuples of
+small node passes. `lower_schema` walks the resolved schema once, bottom-up (subschemas as `compiler.schema` defines them): each
+node's subschemas are lowered first,
 then the passes run on a fresh copy of the node in order. A pass never recurses and never mutates its input's
 children (they are already lowered copies); the resolver's results are shared, so nothing here mutates them.
 
@@ -21,15 +22,8 @@ from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers.codes import severity
 from compiler.refs import escape_token
+from compiler.schema import IdentityMemo, Step, map_subschemas
 from compiler.serialize import compact_json
-
-SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-"""Keywords whose value maps names to subschemas."""
-SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-"""Keywords whose value is a list of subschemas."""
-SCHEMA_SINGLES = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-                  "unevaluatedProperties", "unevaluatedItems", "additionalItems")
-"""Keywords whose value is one subschema (`items` may also be a draft-07 tuple list)."""
 
 ANNOTATIONS_TO_DROP = frozenset({"$schema", "$id", "$anchor", "$comment", "example", "xml", "externalDocs",
                                  "discriminator", "deprecated", "readOnly", "writeOnly", "contentEncoding",
@@ -81,9 +75,11 @@ class Lowering:
     """Provider argument key → original key (top level)."""
     fail_fast: bool = True
     """Stop a strict lowering at its first incompatibility (compile); `toolc explain` collects them all."""
-    memo: dict[Any, Any] | None = None
-    """Lowered subtrees by input-node identity, shared across the tools of one target and mode. Only for
+    memo: IdentityMemo[tuple[Any, list[tuple[str, str, str]], list[tuple[str, str]]]] | None = None
+    """Lowered subtrees (with the losses and problems found under them) by input-node identity, shared across the tools of one target and mode. Only for
     dialects whose passes leave no per-tool state in nodes (inlined schemas share subtrees between tools)."""
+    root_memo: IdentityMemo[Any] | None = None
+    """Rebuilt lowered subtrees by identity, for root passes that copy the whole tree (shared like `memo`)."""
 
     def loss(self, code: str, pointer: str, message: str) -> None:
         self.losses.append(Diagnostic(code=code, severity=severity(code), message=message, source=self.tool.source,
@@ -138,19 +134,15 @@ def token(name: str | int) -> str:
     return escape_token(name) if "~" in name or "/" in name else name
 
 
-SUBSCHEMA_KIND: dict[str, int] = {**dict.fromkeys(SCHEMA_MAPS, 1), **dict.fromkeys(SCHEMA_LISTS, 2),
-                         **dict.fromkeys(SCHEMA_SINGLES, 3)}
-
-
 def walk(node: Any, pointer: str, ctx: Lowering, passes: tuple[NodePass, ...]) -> Any:
     """Lower `node` and everything under it; booleans and non-schemas come back as they are."""
     if not isinstance(node, dict):
         return node
     if ctx.memo is None or not pointer:
         return _walk(node, pointer, ctx, passes)
-    hit = ctx.memo.get(id(node))
-    if hit is not None and hit[0] is node:
-        _, result, losses, problems = hit
+    hit = ctx.memo.get(node)
+    if hit is not None:
+        result, losses, problems = hit
         for code, relative, message in losses:
             ctx.loss(code, pointer + relative, message)
         for relative, reason in problems:
@@ -161,26 +153,16 @@ def walk(node: Any, pointer: str, ctx: Lowering, passes: tuple[NodePass, ...]) -
     cut = len(pointer)
     losses = [(d.code, d.pointer[cut:], d.message) for d in ctx.losses[first_loss:]]
     problems = [(at[cut:], why) for at, why in ctx.problems[first_problem:]]
-    ctx.memo[id(node)] = (node, result, losses, problems)
+    ctx.memo.put(node, (result, losses, problems))
     return result
 
 
 def _walk(node: JsonObject, pointer: str, ctx: Lowering, passes: tuple[NodePass, ...]) -> Any:
-    out: JsonObject = {}
-    for key, value in node.items():
-        kind = SUBSCHEMA_KIND.get(key)
-        if kind is None:
-            out[key] = value
-        elif kind == 1 and isinstance(value, dict):
-            base = f"{pointer}/{key}/"
-            out[key] = {name: walk(sub, base + token(name), ctx, passes) for name, sub in value.items()}
-        elif kind != 1 and isinstance(value, list):
-            base = f"{pointer}/{key}/"
-            out[key] = [walk(sub, f"{base}{i}", ctx, passes) for i, sub in enumerate(value)]
-        elif kind == 3:
-            out[key] = walk(value, f"{pointer}/{key}", ctx, passes)
-        else:
-            out[key] = value
+    def lower(sub: Any, step: Step) -> Any:
+        key, name = step
+        return walk(sub, f"{pointer}/{key}" if name is None else f"{pointer}/{key}/{token(name)}", ctx, passes)
+
+    out: JsonObject = map_subschemas(node, lower)
     for apply, triggers in _plan(passes):
         if triggers is None or not triggers.isdisjoint(out):
             out = apply(out, pointer, ctx)

@@ -1,18 +1,30 @@
-"""What every dialect module provides, and the result of lowering one tool for one target."""
+"""The `Dialect` base class every provider target derives from, and the result of lowering one tool.
+
+A dialect is a provider, whole: its capability flags (`Capabilities`), its name rules (a `Mangler`), how it
+resolves `$ref`s (bundled or inlined), its ordered node and root passes for strict and loose lowering, its
+wrapper, its validator, its request budgets and the shape of its `tools` array. `Dialect.lower` is the one
+template every target runs (resolve → walk with the passes → root passes → wrap); a subclass fills in the
+attributes and overrides a hook only where its provider differs. Nothing outside a dialect module and the
+registry (`registry.py`) branches on a target's name.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes
-from compiler.providers.base import Capabilities, Checked, Lowering
+from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema
 from compiler.refs.codes import RECURSION_PRUNED
+from compiler.schema import IdentityMemo
 
 if TYPE_CHECKING:
+    from compiler.providers.names import Mangler
+    from compiler.providers.validate import Violation
     from compiler.refs import RefResolver
 
 
@@ -42,9 +54,9 @@ class LowerEnv:
         if not self.options_key:
             object.__setattr__(self, "options_key", options_key(self.options))
 
-    def checked(self, target: str) -> Checked:
-        """Subtrees the validator already passed for this target (see `validate.Checked`)."""
-        key = ("checked", target.split("-")[0])  # Chat Completions and Responses share their node rules
+    def checked(self, family: str) -> Checked:
+        """Subtrees the validator already passed for this dialect family (see `validate.Checked`)."""
+        key = ("checked", family)  # targets of one family (Chat Completions, Responses) share their node rules
         found = self.shared.get(key)
         if not isinstance(found, Checked):
             found = self.shared[key] = Checked()
@@ -62,11 +74,19 @@ class LowerEnv:
         return schema
 
     def memo(self, target: str, strict: bool) -> dict[Any, Any]:
-        """The subtree memo of one target and mode (see `Lowering.memo`)."""
+        """A memo of one target and mode, keyed as its user needs."""
         key = ("memo", target, str(strict), self.options_key)
         found = self.shared.get(key)
         if not isinstance(found, dict):
             found = self.shared[key] = {}
+        return found
+
+    def node_memo(self, target: str, strict: bool) -> IdentityMemo[Any]:
+        """Results by input-node identity for one target and mode (see `Lowering.memo`)."""
+        key = ("node-memo", target, str(strict), self.options_key)
+        found = self.shared.get(key)
+        if not isinstance(found, IdentityMemo):
+            found = self.shared[key] = IdentityMemo()
         return found
 
 
@@ -105,10 +125,99 @@ class Lowered:
     """Name-map `defs` for `arg_shape`."""
 
 
-class Dialect(Protocol):
-    caps: Capabilities
+@dataclass(frozen=True)
+class Budget:
+    """Per-request limits strict tools share (Anthropic: 20 strict tools, 24 optional and 16 union parameters).
+    Past them, `lower.py` sends the remaining tools non-strict (TC421)."""
 
-    def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered: ...
+    strict_tools: int
+    optional_parameters: int
+    union_parameters: int
+
+    def describe(self) -> str:
+        return (f"a request allows {self.strict_tools} strict tools, {self.optional_parameters} optional and "
+                f"{self.union_parameters} union parameters")
+
+
+class Dialect(ABC):
+    """One provider target. Subclasses set the class attributes and write `wrap` and `validate`; the other hooks
+    have working defaults."""
+
+    target: ClassVar[str]
+    """The target's name in project files, `--target` and `schemas/<target>.json`."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    """Other `--target` names that select this target (an alias several dialects share selects them all)."""
+    family: ClassVar[str] = ""
+    """Targets of one family share lowered parameters, validator memos and a worker (default: the target)."""
+    caps: ClassVar[Capabilities]
+    mangler: ClassVar[Mangler]
+    """Name rules: what a tool name becomes for this provider (`names.py`)."""
+    resolution: ClassVar[Literal["bundle", "inline"]] = "bundle"
+    """`bundle`: `$defs` and recursion kept; `inline`: no `$ref`, recursion pruned (reported as TC419)."""
+    strict_passes: ClassVar[tuple[NodePass, ...]] = ()
+    strict_root: ClassVar[tuple[NodePass, ...]] = ()
+    loose_passes: ClassVar[tuple[NodePass, ...]] = ()
+    loose_root: ClassVar[tuple[NodePass, ...]] = ()
+    budget: ClassVar[Budget | None] = None
+    """Per-request limits on strict tools (None: none documented)."""
+    strict_option: ClassVar[str | None] = None
+    """The `providers:` option that turns strict on (None: strict whenever the wrapper has a strict flag)."""
+
+    @property
+    def group(self) -> str:
+        return self.family or self.target
+
+    # -- choices --------------------------------------------------------------------------------------------
+
+    def wants_strict(self, options: Mapping[str, object]) -> bool:
+        if not self.caps.strict_field:
+            return False
+        return self.strict_option is None or options.get(self.strict_option) is True
+
+    def passes(self, strict: bool, env: LowerEnv) -> tuple[tuple[NodePass, ...], tuple[NodePass, ...]]:
+        """(node passes, root passes) for one lowering."""
+        return (self.strict_passes, self.strict_root) if strict else (self.loose_passes, self.loose_root)
+
+    def resolution_for(self, env: LowerEnv) -> Literal["bundle", "inline"]:
+        return self.resolution
+
+    # -- the template ---------------------------------------------------------------------------------------
+
+    def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
+        ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
+                       memo=env.node_memo(self.group, strict), root_memo=env.node_memo(f"{self.group}-root", strict))
+        schema = self.resolve(tool, env, ctx)
+        node_passes, root_passes = self.passes(strict, env)
+        parameters = lower_schema(schema, ctx, node_passes, root_passes)
+        return self.wrap(tool, name, parameters, ctx, env, strict=strict)
+
+    def resolve(self, tool: Tool, env: LowerEnv, ctx: Lowering) -> JsonObject:
+        if self.resolution_for(env) == "inline":
+            return env.inline(tool, ctx)
+        return env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
+
+    @abstractmethod
+    def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
+             strict: bool) -> Lowered:
+        """The definition exactly as it goes into the request's tools array."""
+
+    # -- checking and emitting ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
+        """Violations of one emitted definition (empty: valid); see `validate.py`."""
+
+    def tools_array(self, definitions: list[JsonObject]) -> list[JsonObject]:
+        """What the SDK's `tools` argument takes."""
+        return definitions
+
+    def definitions_of(self, tools: list[JsonObject]) -> list[JsonObject]:
+        """The inverse of `tools_array`."""
+        return tools
+
+    def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:
+        """(optional, union) parameters of one strict schema, as `budget` counts them."""
+        return 0, 0
 
 
 def truncate_description(text: str, ctx: Lowering) -> str:

@@ -1,8 +1,7 @@
 """The providers emitter: `schemas/<target>.json` (the request's `tools` array, usable as-is with the SDK) and
 `schemas/<target>.names.json` (the reverse map, format in `namemap.py`) for every target of the build.
 
-Artifacts for later stages: `build.artifacts["providers"][target] = {"tools": {tool_id: definition},
-"names": <name map>}`; sizes for `--report` under `build.artifacts["report"]["targets"][target]`.
+Hands on `{target: build.TargetOutput}` (definitions by tool id, the name map, the sizes `--report` shows).
 Token counts are estimates: `ceil(bytes of compact JSON / 4)`, the usual rule of thumb for English and JSON
 with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±25%).
 """
@@ -15,28 +14,25 @@ from typing import Any
 
 import orjson
 
-from compiler.build import Build
+from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
 from compiler.parallel import can_fork, cores, start_context
 from compiler.providers.lower import TargetResult, lower_target
+from compiler.providers.registry import PROVIDERS
 from compiler.serialize import canonical_json, compact_json
 
 CHARS_PER_TOKEN = 4
 
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
-    """What the SDK's `tools` argument takes: a list of definitions, or for Gemini one Tool of declarations."""
-    if target == "gemini":
-        return [{"functionDeclarations": definitions}] if definitions else []
-    return definitions
+    """What the SDK's `tools` argument takes (each dialect says)."""
+    return PROVIDERS[target].tools_array(definitions)
 
 
 def definitions_of(target: str, tools: list[JsonObject]) -> list[JsonObject]:
     """The inverse of `tools_array`: the definitions in a target's tools array."""
-    if target == "gemini":
-        return tools[0]["functionDeclarations"] if tools else []
-    return tools
+    return PROVIDERS[target].definitions_of(tools)
 
 
 def estimate_tokens(data: Any) -> int:
@@ -93,8 +89,11 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
 
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
-    openai = tuple(t for t in targets if t.startswith("openai-"))
-    return [group for group in (openai, *((t,) for t in targets if t not in openai)) if group]
+    """Targets of one dialect family in one group, in order of first appearance."""
+    groups: dict[str, list[str]] = {}
+    for target in targets:
+        groups.setdefault(PROVIDERS[target].group, []).append(target)
+    return [tuple(group) for group in groups.values()]
 
 
 def _lower_all(build: Build) -> list[_Emitted]:
@@ -112,9 +111,9 @@ def _lower_all(build: Build) -> list[_Emitted]:
         _forked = None
 
 
-def emit_providers(build: Build) -> None:
-    providers = build.artifacts.setdefault("providers", {})
-    summaries = build.artifacts.setdefault("report", {}).setdefault("targets", {})
+def emit_providers(build: Build) -> dict[str, TargetOutput]:
+    """Lower every target, add `schemas/<target>.json` and `.names.json`, and hand on each target's output."""
+    outputs: dict[str, TargetOutput] = {}
     by_target = {item.target: item for item in _lower_all(build)}
     seen: set[Diagnostic] = set()
     for target in build.targets:  # merged in target order, whatever ran where
@@ -128,6 +127,6 @@ def emit_providers(build: Build) -> None:
         build.add_file(f"schemas/{target}.names.json", item.names_json)
         tools = orjson.loads(item.tools_json)
         definitions = definitions_of(target, tools)
-        names = orjson.loads(item.names_json)
-        providers[target] = {"tools": dict(zip(item.tool_ids, definitions, strict=True)), "names": names}
-        summaries[target] = item.summary
+        outputs[target] = TargetOutput(target=target, tools=dict(zip(item.tool_ids, definitions, strict=True)),
+                                       names=orjson.loads(item.names_json), summary=item.summary)
+    return outputs

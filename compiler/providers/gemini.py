@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from compiler.ir import JsonObject, Tool
-from compiler.providers import codes
-from compiler.providers.base import Capabilities, Lowering, NodePass, describe, lower_schema, on, type_set
-from compiler.providers.dialect import Lowered, LowerEnv, tool_description
+from compiler.providers import codes, names
+from compiler.providers.base import Capabilities, Lowering, NodePass, describe, on, type_set
+from compiler.providers.dialect import Dialect, Lowered, LowerEnv, tool_description
 from compiler.providers.hoist import hoist_root
 from compiler.providers.passes import (
     drop_annotations,
@@ -27,6 +27,10 @@ from compiler.providers.passes import (
     openapi_nullable,
     split_type_list,
 )
+from compiler.schema import IdentityMemo
+
+if TYPE_CHECKING:
+    from compiler.providers.validate import Violation
 
 NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
 MAX_DECLARATIONS = 512
@@ -209,12 +213,12 @@ def _any_of_alone(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return {"anyOf": pushed}
 
 
-def _upper(node: Any, cache: dict[Any, Any]) -> Any:
+def _upper(node: Any, cache: IdentityMemo[Any]) -> Any:
     if not isinstance(node, dict):
         return node
-    hit = cache.get(("upper", id(node)))
-    if hit is not None and hit[0] is node:
-        return hit[1]
+    hit = cache.get(node)
+    if hit is not None:
+        return hit
     out = dict(node)
     if isinstance(out.get("type"), str):
         out["type"] = out["type"].upper()
@@ -224,14 +228,13 @@ def _upper(node: Any, cache: dict[Any, Any]) -> Any:
         out["anyOf"] = [_upper(sub, cache) for sub in out["anyOf"]]
     if isinstance(out.get("items"), dict):
         out["items"] = _upper(out["items"], cache)
-    cache[("upper", id(node))] = (node, out)
-    return out
+    return cache.put(node, out)
 
 
 def _upper_types(root: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     """`Schema.type` is the proto enum (STRING, OBJECT, ...): written the way the SDK sends it. A root pass on a
     copy (subtrees lowered once are shared between tools and must keep JSON Schema's lower-case names)."""
-    upper: JsonObject = _upper(root, ctx.memo if ctx.memo is not None else {})
+    upper: JsonObject = _upper(root, ctx.root_memo if ctx.root_memo is not None else IdentityMemo())
     return upper
 
 
@@ -296,31 +299,56 @@ def _json_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return node
 
 
-class GeminiDialect:
-    caps = Capabilities(target="gemini", name_pattern=NAME, max_tools=MAX_DECLARATIONS, strict_field=False,
+class GeminiDialect(Dialect):
+    target = "gemini"
+    caps = Capabilities(target=target, name_pattern=NAME, max_tools=MAX_DECLARATIONS, strict_field=False,
                         tools_advice="select tools with `--target` and `allow_tools`/`deny_tools` in toolc.yaml")
+    mangler = names.GEMINI
+    resolution = "inline"
+    loose_passes = PARAMETERS_PASSES
+    loose_root = (_root,)
+
+    @staticmethod
+    def _json_schema(env: LowerEnv) -> bool:
+        return env.options.get("gemini_schema") == "json-schema"
+
+    def resolution_for(self, env: LowerEnv) -> Literal["bundle", "inline"]:
+        return "bundle" if self._json_schema(env) else "inline"
+
+    def passes(self, strict: bool, env: LowerEnv) -> tuple[tuple[NodePass, ...], tuple[NodePass, ...]]:
+        # No per-tool strict flag (strictness is the request's VALIDATED mode): one lowering per schema option.
+        return (JSON_SCHEMA_PASSES, (_json_root,)) if self._json_schema(env) else (PARAMETERS_PASSES, (_root,))
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
-        ctx = Lowering(self.caps, tool, fail_fast=env.fail_fast,
-                       memo=env.memo(self.caps.target, strict))
+        return super().lower(tool, name, env, strict=False)
+
+    def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
+             strict: bool) -> Lowered:
         definition: JsonObject = {"name": name}
         description = tool_description(tool)
         if description:
             definition["description"] = description
-        parameters: Any
-        if env.options.get("gemini_schema") == "json-schema":
-            schema = env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
-            parameters = lower_schema(schema, ctx, JSON_SCHEMA_PASSES, (_json_root,))
+        emitted: JsonObject | None = parameters
+        if self._json_schema(env):
             definition["parametersJsonSchema"] = parameters
+        elif parameters.get("properties"):
+            definition["parameters"] = parameters
         else:
-            schema = env.inline(tool, ctx)
-            parameters = lower_schema(schema, ctx, PARAMETERS_PASSES, (_root,))
-            if parameters.get("properties"):
-                definition["parameters"] = parameters
-            else:
-                parameters = None
-        return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=False,
+            emitted = None  # a tool without arguments has no `parameters`
+        return Lowered(tool=tool, name=name, definition=definition, parameters=emitted, strict=False,
                        losses=ctx.losses, problems=ctx.problems)
+
+    def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
+        from compiler.providers.validate import validate_gemini  # the validator reads this module's tables
+
+        return validate_gemini(definition, self)
+
+    def tools_array(self, definitions: list[JsonObject]) -> list[JsonObject]:
+        """One Tool holding every declaration."""
+        return [{"functionDeclarations": definitions}] if definitions else []
+
+    def definitions_of(self, tools: list[JsonObject]) -> list[JsonObject]:
+        return list(tools[0]["functionDeclarations"]) if tools else []
 
 
 GEMINI = GeminiDialect()

@@ -13,23 +13,16 @@ from typing import TYPE_CHECKING
 from compiler.config import Config
 from compiler.diagnostics import CompilerError, Diagnostic
 from compiler.ir import Catalog, JsonObject, Tool
-from compiler.providers import anthropic, codes, gemini, openai
+from compiler.providers import codes
 from compiler.providers.base import NotStrict
-from compiler.providers.dialect import Dialect, Lowered, LowerEnv, options_key
+from compiler.providers.dialect import Budget, Lowered, LowerEnv, options_key
 from compiler.providers.namemap import NAME_MAP_FORMAT, tool_entry
 from compiler.providers.names import assign_names
+from compiler.providers.registry import PROVIDERS
 from compiler.providers.validate import malformed, validate
 
 if TYPE_CHECKING:
     from compiler.refs import RefResolver
-
-DIALECTS: dict[str, Dialect] = {
-    "openai-chat": openai.CHAT,
-    "openai-responses": openai.RESPONSES,
-    "anthropic": anthropic.ANTHROPIC,
-    "gemini": gemini.GEMINI,
-}
-ANTHROPIC_STRICT_TOOLS, ANTHROPIC_OPTIONAL, ANTHROPIC_UNIONS = 20, 24, 16
 
 
 @dataclass
@@ -51,15 +44,13 @@ def _diag(code: str, target: str, message: str, tool: Tool | None = None, pointe
 
 
 def wants_strict(target: str, config: Config) -> bool:
-    if not DIALECTS[target].caps.strict_field:
-        return False
-    return config.providers.anthropic_strict if target == "anthropic" else True
+    return PROVIDERS[target].wants_strict(config.providers.model_dump())
 
 
 def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
                strict: bool) -> tuple[Lowered | None, JsonObject | None, list[Diagnostic]]:
     """One tool for one target: (lowered, name-map entry, diagnostics). None when it cannot be emitted."""
-    dialect = DIALECTS[target]
+    dialect = PROVIDERS[target]
     found = env.shared.get(("malformed", tool.id))
     broken = malformed(tool.input_schema) if not isinstance(found, list) else found
     env.shared[("malformed", tool.id)] = broken
@@ -70,7 +61,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
         try:
             lowered = dialect.lower(tool, name, env, strict=strict)
             problems = lowered.problems
-            violations = validate(target, lowered.definition, env.checked(target)) if not problems else []
+            violations = validate(dialect, lowered.definition, env.checked(dialect.group)) if not problems else []
         except NotStrict as stop:
             problems, violations = [stop.problem], []
         if strict and (problems or violations):
@@ -80,7 +71,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
                                            + "; ".join(sorted(set(reasons))[:5])
                                            + (f" (+{len(set(reasons)) - 5} more)" if len(set(reasons)) > 5 else ""),
                                            tool))
-            violations = validate(target, lowered.definition, env.checked(target))
+            violations = validate(dialect, lowered.definition, env.checked(dialect.group))
     except CompilerError as exc:
         return None, None, [exc.diagnostic]
     if violations:
@@ -90,24 +81,24 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
     return lowered, tool_entry(lowered), lowered.losses
 
 
-def _anthropic_budget(result: TargetResult, envs: dict[str, LowerEnv]) -> None:
-    """Strict Claude tools share per-request limits; past them, tools are sent non-strict (TC421)."""
+def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv]) -> None:
+    """Strict tools share per-request limits; past them, tools are sent non-strict (TC421)."""
+    dialect = PROVIDERS[result.target]
     tools = optional = unions = 0
     for index, item in enumerate(result.lowered):
         if not item.strict or item.parameters is None:
             continue
-        extra_optional, extra_unions = anthropic.strict_cost(item.parameters)
-        if (tools + 1 > ANTHROPIC_STRICT_TOOLS or optional + extra_optional > ANTHROPIC_OPTIONAL
-                or unions + extra_unions > ANTHROPIC_UNIONS):
+        extra_optional, extra_unions = dialect.strict_cost(item.parameters)
+        if (tools + 1 > budget.strict_tools or optional + extra_optional > budget.optional_parameters
+                or unions + extra_unions > budget.union_parameters):
             loose, entry, _diagnostics = lower_tool(result.target, item.tool, item.name, envs[item.tool.id],
                                                    strict=False)
             if loose is None or entry is None:
                 continue
             result.lowered[index] = loose
             result.entries[item.name] = entry
-            result.diagnostics.append(_diag(
-                codes.STRICT_BUDGET, result.target, f"sent non-strict: a request allows {ANTHROPIC_STRICT_TOOLS} "
-                f"strict tools, {ANTHROPIC_OPTIONAL} optional and {ANTHROPIC_UNIONS} union parameters", item.tool))
+            result.diagnostics.append(_diag(codes.STRICT_BUDGET, result.target,
+                                            f"sent non-strict: {budget.describe()}", item.tool))
             continue
         tools, optional, unions = tools + 1, optional + extra_optional, unions + extra_unions
 
@@ -133,9 +124,10 @@ def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: C
         if lowered is not None and entry is not None:
             result.lowered.append(lowered)
             result.entries[lowered.name] = entry
-    if target == "anthropic" and strict:
-        _anthropic_budget(result, envs)
-    caps = DIALECTS[target].caps
+    dialect = PROVIDERS[target]
+    if dialect.budget is not None and strict:
+        _apply_budget(result, dialect.budget, envs)
+    caps = dialect.caps
     if caps.max_tools is not None and len(result.lowered) > caps.max_tools:
         result.diagnostics.append(_diag(codes.TOO_MANY_TOOLS, target,
                                         f"{len(result.lowered)} tools; a request accepts at most {caps.max_tools}: "

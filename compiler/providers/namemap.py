@@ -47,8 +47,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.ir import JsonObject
-from compiler.providers.base import MARK_OPTIONAL, SUBSCHEMA_KIND
+from compiler.providers.base import MARK_OPTIONAL
 from compiler.providers.dialect import Lowered
+from compiler.schema import IdentityMemo, map_subschemas
 
 NAME_MAP_FORMAT = 1
 
@@ -106,28 +107,15 @@ def extract_shape(node: Any, *, in_any_of: bool = False, cache: dict[tuple[int, 
     return dict(shape)
 
 
-def without_markers(node: Any, cache: dict[Any, Any]) -> Any:
+def without_markers(node: Any, cache: IdentityMemo[Any]) -> Any:
     """A copy of a lowered schema without the private markers; shared subtrees are copied once (`cache`)."""
     if not isinstance(node, dict):
         return node
-    hit = cache.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    out: JsonObject = {}
-    for key, value in node.items():
-        kind = SUBSCHEMA_KIND.get(key)
-        if key == MARK_OPTIONAL:
-            continue
-        if kind == 1 and isinstance(value, dict):
-            out[key] = {name: without_markers(sub, cache) for name, sub in value.items()}
-        elif kind is not None and kind != 1 and isinstance(value, list):
-            out[key] = [without_markers(sub, cache) for sub in value]
-        elif kind == 3:
-            out[key] = without_markers(value, cache)
-        else:
-            out[key] = value
-    cache[id(node)] = (node, out)
-    return out
+    hit = cache.get(node)
+    if hit is not None:
+        return hit
+    own = {key: value for key, value in node.items() if key != MARK_OPTIONAL}
+    return cache.put(node, map_subschemas(own, lambda sub, _step: without_markers(sub, cache)))
 
 
 def _acts(shape: Mapping[str, Any]) -> bool:

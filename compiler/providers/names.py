@@ -17,11 +17,14 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from compiler.config import NamesConfig
 from compiler.diagnostics import Diagnostic
 from compiler.ir import Tool
 from compiler.providers import codes
+
+if TYPE_CHECKING:
+    from compiler.config import NamesConfig
 
 HASH_LENGTH = 8
 
@@ -49,8 +52,6 @@ def cap(name: str, limit: int, *, key: str) -> str:
 OPENAI = Mangler(re.compile(r"[^a-zA-Z0-9_-]"))
 ANTHROPIC = Mangler(re.compile(r"[^a-zA-Z0-9_-]"))
 GEMINI = Mangler(re.compile(r"[^a-zA-Z0-9_.:-]"), must_start=re.compile(r"[a-zA-Z_]"))
-MANGLERS: dict[str, Mangler] = {"openai-chat": OPENAI, "openai-responses": OPENAI, "anthropic": ANTHROPIC,
-                                "gemini": GEMINI}
 
 
 def _diag(code: str, tool: Tool, target: str, message: str) -> Diagnostic:
@@ -75,7 +76,9 @@ def _candidates(tools: list[Tool], mangle: Mangler, config: NamesConfig) -> dict
 
 def assign_names(tools: Iterable[Tool], target: str, config: NamesConfig) -> tuple[dict[str, str], list[Diagnostic]]:
     """Provider name for every tool kept (tool id → name), and what was renamed, skipped or refused."""
-    mangle = MANGLERS[target]
+    from compiler.providers.registry import PROVIDERS  # the dialects import this module for their manglers
+
+    mangle = PROVIDERS[target].mangler
     ordered = sorted(tools, key=lambda t: t.id)
     candidates = _candidates(ordered, mangle, config)
     diagnostics: list[Diagnostic] = []

@@ -10,12 +10,13 @@ object, `properties` on every object, typed `items`, `oneOf` → `anyOf`, one-me
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
-from compiler.providers import codes
+from compiler.providers import codes, names
 from compiler.providers.base import (
     MARK_OPTIONAL,
     Capabilities,
@@ -26,11 +27,10 @@ from compiler.providers.base import (
     describe,
     is_object,
     is_typed,
-    lower_schema,
     on,
     type_set,
 )
-from compiler.providers.dialect import Lowered, LowerEnv, tool_description, truncate_description
+from compiler.providers.dialect import Dialect, Lowered, LowerEnv, tool_description, truncate_description
 from compiler.providers.namemap import strict_shapes, without_markers
 from compiler.providers.passes import (
     drop_annotations,
@@ -39,6 +39,9 @@ from compiler.providers.passes import (
     one_of_to_any_of,
     openapi_nullable,
 )
+
+if TYPE_CHECKING:
+    from compiler.providers.validate import Violation
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ADVICE = "select tools per request with `--target` and `allow_tools`/`deny_tools` in toolc.yaml, or split the project"
@@ -167,42 +170,46 @@ def _loose_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return node
 
 
-class OpenAIDialect:
-    """Chat Completions (`wrapped=True`) or Responses (`wrapped=False`): same parameters, different wrapper."""
+class OpenAIDialect(Dialect):
+    """Chat Completions (`wrapped`) or Responses: the same parameters, lowered once for both, different wrapper."""
 
-    def __init__(self, target: str, *, wrapped: bool) -> None:
-        self.caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128,
-                                 tools_advice=ADVICE)
-        self.wrapped = wrapped
+    family = "openai"
+    aliases = ("openai",)
+    mangler = names.OPENAI
+    resolution = "bundle"
+    strict_passes = STRICT_PASSES
+    strict_root = (_strict_root,)
+    loose_passes = LOOSE_PASSES
+    loose_root = (_loose_root,)
+    wrapped: ClassVar[bool]
+
+    def _key(self, tool: Tool, name: str, strict: bool) -> tuple[str, ...]:
+        return (self.group, tool.id, name, str(strict))
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
-        key = ("openai", tool.id, name, str(strict))
-        cached = env.shared.get(key)
+        cached = env.shared.get(self._key(tool, name, strict))
         if isinstance(cached, NotStrict):
             raise cached
         if isinstance(cached, tuple):
             parameters, losses, description, shapes = cached
             return self._wrap(tool, name, parameters, description, strict,
                               [replace(d, provider=self.caps.target) for d in losses], [], shapes)
-        ctx = Lowering(self.caps, tool, "strict" if strict else "loose", fail_fast=env.fail_fast,
-                       memo=env.memo("openai", strict))
-        schema = env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
         try:
-            if strict:
-                parameters = lower_schema(schema, ctx, STRICT_PASSES, (_strict_root,))
-            else:
-                parameters = lower_schema(schema, ctx, LOOSE_PASSES, (_loose_root,))
+            return super().lower(tool, name, env, strict=strict)
         except NotStrict as stop:
-            env.shared[key] = stop
+            env.shared[self._key(tool, name, strict)] = stop
             raise
+
+    def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
+             strict: bool) -> Lowered:
         description = truncate_description(tool_description(tool), ctx)
         if strict:
-            shapes = strict_shapes(parameters, env.memo("openai-shapes", strict))
-            parameters = without_markers(parameters, env.memo("openai-strip", strict))
+            shapes = strict_shapes(parameters, env.memo(f"{self.group}-shapes", strict))
+            parameters = without_markers(parameters, env.node_memo(f"{self.group}-strip", strict))
         else:
             shapes = ({}, {})
         if not ctx.problems:
-            env.shared[key] = (parameters, tuple(ctx.losses), description, shapes)
+            env.shared[self._key(tool, name, strict)] = (parameters, tuple(ctx.losses), description, shapes)
         return self._wrap(tool, name, parameters, description, strict, list(ctx.losses), ctx.problems, shapes)
 
     def _wrap(self, tool: Tool, name: str, parameters: JsonObject, description: str, strict: bool,
@@ -217,6 +224,23 @@ class OpenAIDialect:
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
                        losses=losses, problems=problems, arg_shape=shapes[0] or None, arg_defs=shapes[1])
 
+    def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
+        from compiler.providers.validate import validate_openai  # the validator reads this module's tables
 
-CHAT = OpenAIDialect("openai-chat", wrapped=True)
-RESPONSES = OpenAIDialect("openai-responses", wrapped=False)
+        return validate_openai(definition, self)
+
+
+class OpenAIChat(OpenAIDialect):
+    target = "openai-chat"
+    caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128, tools_advice=ADVICE)
+    wrapped = True
+
+
+class OpenAIResponses(OpenAIDialect):
+    target = "openai-responses"
+    caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128, tools_advice=ADVICE)
+    wrapped = False
+
+
+CHAT = OpenAIChat()
+RESPONSES = OpenAIResponses()

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.providers import anthropic, gemini, openai
-from compiler.providers.base import SUBSCHEMA_KIND, Capabilities, Checked, token, type_set
+from compiler.providers.base import Capabilities, Checked, token, type_set
+from compiler.providers.dialect import Dialect
+from compiler.providers.registry import PROVIDERS
+from compiler.schema import DEFINITIONS, SCHEMA, SCHEMA_LIST, SCHEMA_MAP, is_data, keywords_of, subschemas
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 GEMINI_TYPES = JSON_TYPES | {t.upper() for t in JSON_TYPES}
@@ -49,16 +52,8 @@ def iter_nodes(node: Any, pointer: str = "", skip: set[int] | None = None) -> It
         if not isinstance(current, dict) or (skip is not None and id(current) in skip):
             continue
         yield at, current
-        for key, value in current.items():
-            kind = SUBSCHEMA_KIND.get(key)
-            if kind is None:
-                continue
-            if kind == 1 and isinstance(value, dict):
-                stack.extend((f"{at}/{key}/{token(name)}", sub) for name, sub in value.items())
-            elif isinstance(value, list) and kind != 1:
-                stack.extend((f"{at}/{key}/{i}", sub) for i, sub in enumerate(value))
-            elif kind == 3:
-                stack.append((f"{at}/{key}", value))
+        for (key, name), sub in subschemas(current):
+            stack.append((f"{at}/{key}" if name is None else f"{at}/{key}/{token(name)}", sub))
 
 
 def _v(pointer: str, rule: str, message: str) -> Iterator[Violation]:
@@ -68,9 +63,9 @@ def _v(pointer: str, rule: str, message: str) -> Iterator[Violation]:
 # --- node rules ---------------------------------------------------------------------------------------------
 
 
-_SINGLE_SCHEMA = frozenset({"additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"})
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
-_COMBINATOR_LISTS = frozenset({"anyOf", "oneOf", "allOf"})
+_SINGLE_SCHEMA = keywords_of(SCHEMA)
+_SCHEMA_MAPS = keywords_of(SCHEMA_MAP, DEFINITIONS)
+_COMBINATOR_LISTS = keywords_of(SCHEMA_LIST)
 _CHECKED_KEYS = _SINGLE_SCHEMA | _SCHEMA_MAPS | _COMBINATOR_LISTS | {"items", "required", "enum", "type"}
 
 
@@ -99,7 +94,7 @@ def well_formed(node: Node, at: str) -> Iterator[Violation]:
                 yield from _v(at, f"{key}-schema", f"{key} must be a schema")
         elif not isinstance(value, dict):
             yield from _v(at, f"{key}-object", f"{key} must be an object")
-        elif not all(isinstance(v, dict | bool) for v in value.values()):
+        elif not all(isinstance(v, dict | bool) or is_data(key, v) for v in value.values()):
             yield from _v(at, f"{key}-schemas", f"every value of {key} must be a schema")
 
 
@@ -285,10 +280,11 @@ def _root_object(schema: Any, at: str, *, combinators: bool) -> Iterator[Violati
         yield from _v(at, "root-combinator", "no anyOf/oneOf/allOf at the root")
 
 
-def validate_openai(definition: Node, *, wrapped: bool) -> list[Violation]:
+def validate_openai(definition: Node, dialect: openai.OpenAIDialect) -> list[Violation]:
+    wrapped = dialect.wrapped
     body = definition.get("function", {}) if wrapped else definition
     base = "/function" if wrapped else ""
-    caps = (openai.CHAT if wrapped else openai.RESPONSES).caps
+    caps = dialect.caps
     found = list(_name(body, caps, base + "/name"))
     if definition.get("type") != "function" or not isinstance(body, Mapping):
         found.append(Violation("/type", "wrapper", "expected a function tool"))
@@ -308,8 +304,8 @@ def validate_openai(definition: Node, *, wrapped: bool) -> list[Violation]:
     return found
 
 
-def validate_anthropic(definition: Node) -> list[Violation]:
-    found = list(_name(definition, anthropic.ANTHROPIC.caps, "/name"))
+def validate_anthropic(definition: Node, dialect: Dialect) -> list[Violation]:
+    found = list(_name(definition, dialect.caps, "/name"))
     schema = definition.get("input_schema")
     found += _root_object(schema, "/input_schema", combinators=False)
     strict = definition.get("strict", False) is True
@@ -321,8 +317,8 @@ def validate_anthropic(definition: Node) -> list[Violation]:
     return found
 
 
-def validate_gemini(definition: Node) -> list[Violation]:
-    found = list(_name(definition, gemini.GEMINI.caps, "/name"))
+def validate_gemini(definition: Node, dialect: Dialect) -> list[Violation]:
+    found = list(_name(definition, dialect.caps, "/name"))
     extra = set(definition) - {"name", "description", "parameters", "parametersJsonSchema"}
     if extra or ("parameters" in definition and "parametersJsonSchema" in definition):
         found.append(Violation("", "gemini-declaration", "unknown keys or both parameters and parametersJsonSchema"))
@@ -335,14 +331,6 @@ def validate_gemini(definition: Node) -> list[Violation]:
     return found
 
 
-VALIDATORS: dict[str, Callable[[Node], list[Violation]]] = {
-    "openai-chat": lambda d: validate_openai(d, wrapped=True),
-    "openai-responses": lambda d: validate_openai(d, wrapped=False),
-    "anthropic": validate_anthropic,
-    "gemini": validate_gemini,
-}
-
-
 def malformed(schema: Any) -> list[Violation]:
     """What makes a *source* schema unusable for any lowering (checked before lowering)."""
     found: list[Violation] = []
@@ -353,10 +341,12 @@ def malformed(schema: Any) -> list[Violation]:
     return found
 
 
-def validate(target: str, definition: Node, checked: Checked | None = None) -> list[Violation]:
-    """Violations of `definition` (empty: valid). `checked` (one per target) skips subtrees seen valid before."""
+def validate(target: str | Dialect, definition: Node, checked: Checked | None = None) -> list[Violation]:
+    """Violations of `definition` (empty: valid). `checked` (one per dialect family) skips subtrees seen valid
+    before. Each dialect's `validate` method picks its rules."""
+    dialect = PROVIDERS[target] if isinstance(target, str) else target
     token = _CHECKED.set(checked)
     try:
-        return VALIDATORS[target](definition)
+        return dialect.validate(definition)
     finally:
         _CHECKED.reset(token)

@@ -1,4 +1,4 @@
-"""JSON pointers, URI joining and the JSON Schema keyword tables the resolver's walkers share.
+"""JSON pointers and URI joining for the resolver's walkers (the keyword tables are `compiler.schema`'s).
 
 Nothing here reports diagnostics: callers turn `PointerError` and failed look-ups into located ones.
 """
@@ -108,79 +108,3 @@ def join_uri(base: str, ref: str) -> str:
 
 def strip_fragment(uri: str) -> str:
     return uri.partition("#")[0]
-
-
-# -- JSON Schema keywords -------------------------------------------------------------------------------
-
-SCHEMA = 1
-"""The value is one subschema."""
-SCHEMA_LIST = 2
-"""The value is a list of subschemas."""
-SCHEMA_MAP = 3
-"""The value maps names to subschemas."""
-ITEMS = 4
-"""`items`: one subschema (2020-12) or a list of them (draft-07 tuples)."""
-DEFINITIONS = 5
-"""`$defs` / `definitions`: containers only, reachable by pointer; outputs drop them."""
-DYNAMIC = 6
-"""`$dynamicRef` / `$recursiveRef`: reported as unsupported."""
-
-KEYWORDS: dict[str, int] = {
-    "additionalProperties": SCHEMA,
-    "additionalItems": SCHEMA,
-    "contains": SCHEMA,
-    "propertyNames": SCHEMA,
-    "not": SCHEMA,
-    "if": SCHEMA,
-    "then": SCHEMA,
-    "else": SCHEMA,
-    "unevaluatedItems": SCHEMA,
-    "unevaluatedProperties": SCHEMA,
-    "contentSchema": SCHEMA,
-    "allOf": SCHEMA_LIST,
-    "anyOf": SCHEMA_LIST,
-    "oneOf": SCHEMA_LIST,
-    "prefixItems": SCHEMA_LIST,
-    "properties": SCHEMA_MAP,
-    "patternProperties": SCHEMA_MAP,
-    "dependentSchemas": SCHEMA_MAP,
-    "dependencies": SCHEMA_MAP,
-    "items": ITEMS,
-    "$defs": DEFINITIONS,
-    "definitions": DEFINITIONS,
-    "$dynamicRef": DYNAMIC,
-    "$recursiveRef": DYNAMIC,
-}
-"""Keywords whose values hold subschemas. Anything else (`enum`, `const`, `default`, `examples`, unknown
-keywords) is data: a `$ref` inside it is not a reference and is copied as written."""
-
-ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "example",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$comment",
-        "discriminator",
-        "xml",
-        "externalDocs",
-    }
-)
-"""Keywords with no validation effect: they may be merged into a referenced schema as they are."""
-
-
-def is_annotation(key: str) -> bool:
-    return key in ANNOTATIONS or key.startswith("x-")
-
-
-LEGACY_DIALECTS = ("draft-07", "draft-06", "draft-04", "draft-03")
-
-
-def is_legacy(schema: Any) -> bool:
-    """Drafts before 2019-09 ignore every keyword next to `$ref` and spell anchors as `$id: "#name"`."""
-    dialect = schema.get("$schema") if isinstance(schema, Mapping) else None
-    return isinstance(dialect, str) and any(name in dialect for name in LEGACY_DIALECTS)

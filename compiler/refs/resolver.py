@@ -14,9 +14,9 @@ from compiler.refs import codes
 from compiler.refs.bundler import BundleMemo, Bundler
 from compiler.refs.external import ExternalBundler, main_file, needs_bundling
 from compiler.refs.inliner import InlineMemo, Inliner
-from compiler.refs.pointers import is_legacy
 from compiler.refs.scope import Scope
 from compiler.refs.walker import Report, Walker
+from compiler.schema import is_legacy
 
 NO_DEFS: Mapping[str, JsonObject] = MappingProxyType({})
 
@@ -143,6 +143,12 @@ class RefResolver:
                        "replaced by {}", source=source, tool=tool, pointer="")
             return {}
         return result
+
+    @staticmethod
+    def scope(schema: JsonObject, defs: Mapping[str, JsonObject] = NO_DEFS) -> Scope:
+        """How `bundle` and `inline` see `schema`'s references, for a reader that follows them lazily (drift):
+        `scope.resolve(ref, scope.root_base)` is the node a `$ref` names, or a `Failure`."""
+        return Scope(schema, defs, legacy=is_legacy(schema))
 
     # -- internals --------------------------------------------------------------------------------------
 

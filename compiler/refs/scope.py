@@ -14,9 +14,6 @@ from typing import Any
 from compiler.refs import codes
 from compiler.refs.pointers import (
     DEFAULT_BASE,
-    DYNAMIC,
-    KEYWORDS,
-    SCHEMA,
     SCHEME,
     PointerError,
     escape_token,
@@ -25,6 +22,7 @@ from compiler.refs.pointers import (
     step,
     strip_fragment,
 )
+from compiler.schema import DYNAMIC, KEYWORDS, SCHEMA
 
 _INDEX_KINDS = {k: v for k, v in KEYWORDS.items() if v != DYNAMIC}
 

@@ -15,17 +15,9 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from compiler.refs import codes
-from compiler.refs.pointers import (
-    DEFINITIONS,
-    DYNAMIC,
-    KEYWORDS,
-    SCHEMA,
-    SCHEMA_MAP,
-    Loc,
-    is_annotation,
-    render,
-)
+from compiler.refs.pointers import Loc, render
 from compiler.refs.scope import Failure, Scope, Target
+from compiler.schema import DEFINITIONS, DYNAMIC, KEYWORDS, SCHEMA, SCHEMA_MAP, is_annotation
 
 Report = Callable[[str, str, str, Hashable | None], bool]
 """(code, message, pointer, once-key) → whether the diagnostic was emitted (False: already reported once)."""

@@ -72,8 +72,10 @@ class _Expander:
         return _REFERENCE.sub(replace, text)
 
     def keep(self, value: str, name: str) -> None:
-        if len(value) >= MIN_SECRET_LENGTH:
-            self.secrets.setdefault(value, f"${{{name}}}")
+        # A value with a line break is also kept line by line: stderr tails and logs show it one line at a time.
+        for piece in (value, *(line.strip() for line in re.split(r"[\r\n]+", value))):
+            if len(piece) >= MIN_SECRET_LENGTH:
+                self.secrets.setdefault(piece, f"${{{name}}}")
 
 
 def connection_for(server: ServerConfig, *, root: str, environ: Mapping[str, str] | None = None) -> Connection:

@@ -44,6 +44,7 @@ NO_TOOLS_CAPABILITY = "TC513"
 BAD_SERVER_CONFIG = "TC515"
 NOT_UTF8 = "TC516"
 UNEXPECTED = "TC530"
+NOISE_CHARS = 300
 
 _SDK_CONNECTION_CLOSED = -32000
 _SDK_REQUEST_TIMEOUT = -32001
@@ -90,11 +91,16 @@ class _Conversation:
         """The stderr tail and any non-JSON stdout, redacted, as a suffix for an error message."""
         parts = []
         if self.noise:
-            parts.append(f"non-JSON on stdout: {self.noise[0]}")
-        tail = self.stderr.tail()
+            parts.append(f"non-JSON on stdout: {self.noise_line()}")
+        tail = self.stderr.tail(self.connection.redact)
         if tail:
             parts.append(f"stderr: {tail}")
-        return self.connection.redact("; " + "; ".join(parts)) if parts else ""
+        return "; " + "; ".join(parts) if parts else ""
+
+    def noise_line(self) -> str:
+        """The first non-JSON stdout line, redacted, then cut."""
+        line: str = self.connection.redact(self.noise[0])
+        return line if len(line) <= NOISE_CHARS else line[:NOISE_CHARS] + "…"
 
     def fail(self, code: str, message: str) -> _Failed:
         if self.noise and code in (CONNECTION_CLOSED, CONNECT_TIMEOUT, REQUEST_TIMEOUT):
@@ -109,7 +115,7 @@ class _Conversation:
         if isinstance(message, Exception):
             text = str(message)
             value = text.partition("input_value=")[2].partition(", input_type")[0]
-            self.noise.append((value or text.splitlines()[0] if text else type(message).__name__)[:300])
+            self.noise.append(value or text.splitlines()[0] if text else type(message).__name__)
 
 
 async def fetch_server(server: ServerConfig, *, root: str) -> Outcome:
@@ -141,7 +147,7 @@ async def fetch_server(server: ServerConfig, *, root: str) -> Outcome:
         outcome.seconds = time.monotonic() - started
     if outcome.document is not None and talk.noise:
         talk.warn(NOT_JSON_RPC, f"the server wrote {len(talk.noise)} non-JSON line(s) to stdout "
-                                f"(only MCP messages belong there): {talk.noise[0]}")
+                                f"(only MCP messages belong there): {talk.noise_line()}")
     return outcome
 
 

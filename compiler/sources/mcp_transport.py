@@ -8,7 +8,7 @@ Its environment is the SDK's safe default (PATH, HOME, ...) plus the server's ow
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TextIO
 
@@ -30,11 +30,12 @@ class StderrTail:
     def __init__(self) -> None:
         self.file: TextIO = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
 
-    def tail(self) -> str:
+    def tail(self, redact: Callable[[str], str]) -> str:
+        """The last lines, `redact`ed as a whole BEFORE they are split and cut (a cut must not halve a secret)."""
         try:
             self.file.flush()
             self.file.seek(0)
-            text = self.file.read()
+            text = redact(self.file.read())
         except (OSError, ValueError):
             return ""
         lines = [line.rstrip() for line in text.splitlines() if line.strip()]

@@ -79,7 +79,7 @@ def _tool_from_raw(raw: Mapping[str, Any], server: str, config: RecordingConfig 
     name: str = raw["name"]
     description = raw.get("description") or ""
     annotations = _annotations(raw.get("annotations"))
-    risk, side_effects = infer_risk(name, description, annotations)
+    risk, side_effects = infer_risk(name, description, annotations, trusted=bool(config and config.trusted))
     output = raw.get("outputSchema")
     fixed = dict(config.fixed_params.get(name, {})) if config else {}
     return Tool(

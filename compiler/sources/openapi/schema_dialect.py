@@ -29,6 +29,16 @@ from typing import Any, TypeAlias
 from compiler.diagnostics import Diagnostics
 from compiler.ir import JsonObject
 from compiler.refs import PointerError, defs_ref, escape_token, resolve_pointer, unescape_token
+from compiler.schema import (
+    DEFINITIONS,
+    ITEMS,
+    SCHEMA,
+    SCHEMA_LIST,
+    SCHEMA_MAP,
+    IdentityMemo,
+    is_data,
+    keywords_of,
+)
 from compiler.sources.openapi.codes import BAD_OBJECT, DROPPED_EXTENSIONS, UNRESOLVED_REF
 
 Where: TypeAlias = "str | tuple[Where, str]"
@@ -50,11 +60,10 @@ def pointer(*tokens: str) -> str:
 
 _SCHEMA, _MAP, _LIST, _ITEMS, _DROP, _SPECIAL = range(1, 7)
 _KINDS: dict[str, int] = {
-    **dict.fromkeys(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"), _MAP),
-    **dict.fromkeys(("additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-                     "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema"), _SCHEMA),
-    **dict.fromkeys(("allOf", "anyOf", "oneOf", "prefixItems"), _LIST),
-    "items": _ITEMS,
+    **dict.fromkeys(keywords_of(SCHEMA_MAP, DEFINITIONS), _MAP),
+    **dict.fromkeys(keywords_of(SCHEMA), _SCHEMA),
+    **dict.fromkeys(keywords_of(SCHEMA_LIST), _LIST),
+    **dict.fromkeys(keywords_of(ITEMS), _ITEMS),
     **dict.fromkeys(("xml", "externalDocs", "nullable", "collectionFormat"), _DROP),
     **dict.fromkeys(("$ref", "x-nullable", "example", "exclusiveMinimum", "exclusiveMaximum", "type",
                      "discriminator"), _SPECIAL),
@@ -84,7 +93,7 @@ class SchemaNormalizer:
         self._rewritten: dict[str, str] = {}
         """Document `$ref` → IR `$ref`, for shared schemas and lifted ones."""
         self._bad_refs: dict[str, str] = {}
-        self._memo: dict[int, tuple[Any, int]] = {}
+        self._memo: IdentityMemo[tuple[Any, int]] = IdentityMemo()
         self._tool = ""
 
     # -- shared definitions -------------------------------------------------------------------------------
@@ -120,7 +129,7 @@ class SchemaNormalizer:
     def entry(self, node: Any, where: str, tool: str, *, owner: object = None) -> tuple[Any, bool]:
         """A parameter, body or response schema: normalised once per document node (`owner` when `node` was
         built on the fly, as for Swagger 2.0 parameters); False if it holds a bad reference."""
-        key = id(node if owner is None else owner)
+        key = node if owner is None else owner
         hit = self._memo.get(key)
         if hit is not None:
             return hit[0], hit[1] == 0
@@ -129,7 +138,7 @@ class SchemaNormalizer:
         result = self.schema(node, where)
         self._tool = ""
         failed = self.failures - before
-        self._memo[key] = (result, failed)
+        self._memo.put(key, (result, failed))
         return result, failed == 0
 
     # -- the walk -----------------------------------------------------------------------------------------
@@ -153,7 +162,8 @@ class SchemaNormalizer:
             elif kind == _MAP:
                 if isinstance(value, dict):
                     inner = (where, key)
-                    out[key] = {name: self.schema(sub, (inner, name)) for name, sub in value.items()}
+                    out[key] = {name: sub if is_data(key, sub) else self.schema(sub, (inner, name))
+                                for name, sub in value.items()}
                 else:
                     self._fail(BAD_OBJECT, f"`{key}` must be a mapping of schemas", (where, key))
             elif kind == _SCHEMA or (kind == _ITEMS and not isinstance(value, list)):

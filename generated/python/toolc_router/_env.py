@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ._types import RouterError
 
@@ -17,9 +17,22 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
         name = match.group(1)
         if name not in environ:
             raise RouterError(f"environment variable {name} is not set")
-        return environ[name]
+        found = environ[name]
+        if "\r" in found or "\n" in found:
+            # A line break in a credential splits a header or smuggles another one: never sent, never echoed.
+            raise RouterError(f"environment variable {name} holds a line break; refused (value not shown)")
+        return found
 
     return _REFERENCE.sub(substitute, value)
+
+
+def check_environment(values: Iterable[str], environ: Mapping[str, str]) -> None:
+    """Raise RouterError if a variable `values` refer to holds a line break (unset ones are left to `expand`)."""
+    for value in values:
+        for match in _REFERENCE.finditer(value):
+            found = environ.get(match.group(1))
+            if found is not None and ("\r" in found or "\n" in found):
+                raise RouterError(f"environment variable {match.group(1)} holds a line break; refused (value not shown)")
 
 
 def expand_all(values: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:

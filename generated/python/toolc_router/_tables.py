@@ -30,6 +30,9 @@ POLICY: Final = PolicySpec(
     audit_db='toolc_audit.sqlite3',
 )
 
+SECRET_ENV: Final[tuple[str, ...]] = ('TOOLC_ADMIN_TOKEN', 'TOOLC_PARAMS_APIKEY', 'TOOLC_PARAMS_BEARER')
+"""Environment variables holding secrets: their values are redacted from errors and audit rows."""
+
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     'everything': ServerSpec(
         id='everything',
@@ -134,6 +137,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='echo',
+        aliases=('everything:echo',),
     ),
     'mcp:everything:get-annotated-message': ToolSpec(
         id='mcp:everything:get-annotated-message',
@@ -141,6 +145,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-annotated-message',
+        aliases=('everything:get-annotated-message',),
     ),
     'mcp:everything:get-env': ToolSpec(
         id='mcp:everything:get-env',
@@ -148,6 +153,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-env',
+        aliases=('everything:get-env',),
     ),
     'mcp:everything:get-resource-links': ToolSpec(
         id='mcp:everything:get-resource-links',
@@ -155,6 +161,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-resource-links',
+        aliases=('everything:get-resource-links',),
     ),
     'mcp:everything:get-resource-reference': ToolSpec(
         id='mcp:everything:get-resource-reference',
@@ -162,6 +169,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-resource-reference',
+        aliases=('everything:get-resource-reference',),
     ),
     'mcp:everything:get-structured-content': ToolSpec(
         id='mcp:everything:get-structured-content',
@@ -169,6 +177,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-structured-content',
+        aliases=('everything:get-structured-content',),
     ),
     'mcp:everything:get-sum': ToolSpec(
         id='mcp:everything:get-sum',
@@ -176,6 +185,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-sum',
+        aliases=('everything:get-sum',),
     ),
     'mcp:everything:get-tiny-image': ToolSpec(
         id='mcp:everything:get-tiny-image',
@@ -183,6 +193,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='everything',
         risk=0,
         mcp_tool='get-tiny-image',
+        aliases=('everything:get-tiny-image',),
     ),
     'mcp:everything:gzip-file-as-resource': ToolSpec(
         id='mcp:everything:gzip-file-as-resource',
@@ -191,6 +202,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('network.http',),
         mcp_tool='gzip-file-as-resource',
+        aliases=('everything:gzip-file-as-resource',),
     ),
     'mcp:everything:simulate-research-query': ToolSpec(
         id='mcp:everything:simulate-research-query',
@@ -199,6 +211,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('fs.write',),
         mcp_tool='simulate-research-query',
+        aliases=('everything:simulate-research-query',),
     ),
     'mcp:everything:toggle-simulated-logging': ToolSpec(
         id='mcp:everything:toggle-simulated-logging',
@@ -207,6 +220,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('fs.write',),
         mcp_tool='toggle-simulated-logging',
+        aliases=('everything:toggle-simulated-logging',),
     ),
     'mcp:everything:toggle-subscriber-updates': ToolSpec(
         id='mcp:everything:toggle-subscriber-updates',
@@ -215,13 +229,16 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='toggle-subscriber-updates',
+        aliases=('everything:toggle-subscriber-updates',),
     ),
     'mcp:everything:trigger-long-running-operation': ToolSpec(
         id='mcp:everything:trigger-long-running-operation',
         name='trigger-long-running-operation',
         source='everything',
         risk=0,
+        side_effects=('system.exec',),
         mcp_tool='trigger-long-running-operation',
+        aliases=('everything:trigger-long-running-operation',),
     ),
     'mcp:fetch:fetch': ToolSpec(
         id='mcp:fetch:fetch',
@@ -230,6 +247,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('network.http',),
         mcp_tool='fetch',
+        aliases=('fetch:fetch',),
     ),
     'mcp:filesystem:create_directory': ToolSpec(
         id='mcp:filesystem:create_directory',
@@ -238,6 +256,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='create_directory',
+        aliases=('filesystem:create_directory',),
     ),
     'mcp:filesystem:directory_tree': ToolSpec(
         id='mcp:filesystem:directory_tree',
@@ -245,6 +264,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='directory_tree',
+        aliases=('filesystem:directory_tree',),
     ),
     'mcp:filesystem:edit_file': ToolSpec(
         id='mcp:filesystem:edit_file',
@@ -253,6 +273,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='edit_file',
+        aliases=('filesystem:edit_file',),
     ),
     'mcp:filesystem:get_file_info': ToolSpec(
         id='mcp:filesystem:get_file_info',
@@ -260,6 +281,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='get_file_info',
+        aliases=('filesystem:get_file_info',),
     ),
     'mcp:filesystem:list_allowed_directories': ToolSpec(
         id='mcp:filesystem:list_allowed_directories',
@@ -267,6 +289,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='list_allowed_directories',
+        aliases=('filesystem:list_allowed_directories',),
     ),
     'mcp:filesystem:list_directory': ToolSpec(
         id='mcp:filesystem:list_directory',
@@ -274,6 +297,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='list_directory',
+        aliases=('filesystem:list_directory',),
     ),
     'mcp:filesystem:list_directory_with_sizes': ToolSpec(
         id='mcp:filesystem:list_directory_with_sizes',
@@ -281,6 +305,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='list_directory_with_sizes',
+        aliases=('filesystem:list_directory_with_sizes',),
     ),
     'mcp:filesystem:move_file': ToolSpec(
         id='mcp:filesystem:move_file',
@@ -289,6 +314,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='move_file',
+        aliases=('filesystem:move_file',),
     ),
     'mcp:filesystem:read_file': ToolSpec(
         id='mcp:filesystem:read_file',
@@ -296,6 +322,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='read_file',
+        aliases=('filesystem:read_file',),
     ),
     'mcp:filesystem:read_media_file': ToolSpec(
         id='mcp:filesystem:read_media_file',
@@ -303,6 +330,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='read_media_file',
+        aliases=('filesystem:read_media_file',),
     ),
     'mcp:filesystem:read_multiple_files': ToolSpec(
         id='mcp:filesystem:read_multiple_files',
@@ -310,6 +338,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='read_multiple_files',
+        aliases=('filesystem:read_multiple_files',),
     ),
     'mcp:filesystem:read_text_file': ToolSpec(
         id='mcp:filesystem:read_text_file',
@@ -317,6 +346,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='read_text_file',
+        aliases=('filesystem:read_text_file',),
     ),
     'mcp:filesystem:search_files': ToolSpec(
         id='mcp:filesystem:search_files',
@@ -324,6 +354,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='filesystem',
         risk=0,
         mcp_tool='search_files',
+        aliases=('filesystem:search_files',),
     ),
     'mcp:filesystem:write_file': ToolSpec(
         id='mcp:filesystem:write_file',
@@ -332,6 +363,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='write_file',
+        aliases=('filesystem:write_file',),
     ),
     'mcp:git:git_add': ToolSpec(
         id='mcp:git:git_add',
@@ -340,6 +372,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('fs.write',),
         mcp_tool='git_add',
+        aliases=('git:git_add',),
     ),
     'mcp:git:git_branch': ToolSpec(
         id='mcp:git:git_branch',
@@ -347,6 +380,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_branch',
+        aliases=('git:git_branch',),
     ),
     'mcp:git:git_checkout': ToolSpec(
         id='mcp:git:git_checkout',
@@ -355,6 +389,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('fs.write',),
         mcp_tool='git_checkout',
+        aliases=('git:git_checkout',),
     ),
     'mcp:git:git_commit': ToolSpec(
         id='mcp:git:git_commit',
@@ -363,6 +398,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='git_commit',
+        aliases=('git:git_commit',),
     ),
     'mcp:git:git_create_branch': ToolSpec(
         id='mcp:git:git_create_branch',
@@ -371,6 +407,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='git_create_branch',
+        aliases=('git:git_create_branch',),
     ),
     'mcp:git:git_diff': ToolSpec(
         id='mcp:git:git_diff',
@@ -378,6 +415,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_diff',
+        aliases=('git:git_diff',),
     ),
     'mcp:git:git_diff_staged': ToolSpec(
         id='mcp:git:git_diff_staged',
@@ -385,6 +423,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_diff_staged',
+        aliases=('git:git_diff_staged',),
     ),
     'mcp:git:git_diff_unstaged': ToolSpec(
         id='mcp:git:git_diff_unstaged',
@@ -392,6 +431,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_diff_unstaged',
+        aliases=('git:git_diff_unstaged',),
     ),
     'mcp:git:git_log': ToolSpec(
         id='mcp:git:git_log',
@@ -399,6 +439,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_log',
+        aliases=('git:git_log',),
     ),
     'mcp:git:git_reset': ToolSpec(
         id='mcp:git:git_reset',
@@ -407,6 +448,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='git_reset',
+        aliases=('git:git_reset',),
     ),
     'mcp:git:git_show': ToolSpec(
         id='mcp:git:git_show',
@@ -414,6 +456,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_show',
+        aliases=('git:git_show',),
     ),
     'mcp:git:git_status': ToolSpec(
         id='mcp:git:git_status',
@@ -421,6 +464,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='git',
         risk=0,
         mcp_tool='git_status',
+        aliases=('git:git_status',),
     ),
     'mcp:memory:add_observations': ToolSpec(
         id='mcp:memory:add_observations',
@@ -429,6 +473,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=1,
         side_effects=('fs.write',),
         mcp_tool='add_observations',
+        aliases=('memory:add_observations',),
     ),
     'mcp:memory:create_entities': ToolSpec(
         id='mcp:memory:create_entities',
@@ -437,6 +482,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='create_entities',
+        aliases=('memory:create_entities',),
     ),
     'mcp:memory:create_relations': ToolSpec(
         id='mcp:memory:create_relations',
@@ -445,6 +491,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=2,
         side_effects=('fs.write',),
         mcp_tool='create_relations',
+        aliases=('memory:create_relations',),
     ),
     'mcp:memory:delete_entities': ToolSpec(
         id='mcp:memory:delete_entities',
@@ -453,6 +500,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=3,
         side_effects=('fs.delete',),
         mcp_tool='delete_entities',
+        aliases=('memory:delete_entities',),
     ),
     'mcp:memory:delete_observations': ToolSpec(
         id='mcp:memory:delete_observations',
@@ -461,6 +509,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=3,
         side_effects=('fs.delete',),
         mcp_tool='delete_observations',
+        aliases=('memory:delete_observations',),
     ),
     'mcp:memory:delete_relations': ToolSpec(
         id='mcp:memory:delete_relations',
@@ -469,6 +518,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         risk=3,
         side_effects=('fs.delete',),
         mcp_tool='delete_relations',
+        aliases=('memory:delete_relations',),
     ),
     'mcp:memory:open_nodes': ToolSpec(
         id='mcp:memory:open_nodes',
@@ -476,6 +526,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='memory',
         risk=0,
         mcp_tool='open_nodes',
+        aliases=('memory:open_nodes',),
     ),
     'mcp:memory:read_graph': ToolSpec(
         id='mcp:memory:read_graph',
@@ -483,6 +534,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='memory',
         risk=0,
         mcp_tool='read_graph',
+        aliases=('memory:read_graph',),
     ),
     'mcp:memory:search_nodes': ToolSpec(
         id='mcp:memory:search_nodes',
@@ -490,6 +542,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='memory',
         risk=0,
         mcp_tool='search_nodes',
+        aliases=('memory:search_nodes',),
     ),
     'mcp:sequential-thinking:sequentialthinking': ToolSpec(
         id='mcp:sequential-thinking:sequentialthinking',
@@ -497,6 +550,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='sequential-thinking',
         risk=0,
         mcp_tool='sequentialthinking',
+        aliases=('sequential-thinking:sequentialthinking',),
     ),
     'mcp:time:convert_time': ToolSpec(
         id='mcp:time:convert_time',
@@ -504,6 +558,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='time',
         risk=0,
         mcp_tool='convert_time',
+        aliases=('time:convert_time',),
     ),
     'mcp:time:get_current_time': ToolSpec(
         id='mcp:time:get_current_time',
@@ -511,6 +566,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='time',
         risk=0,
         mcp_tool='get_current_time',
+        aliases=('time:get_current_time',),
     ),
     'openapi:params:createPet': ToolSpec(
         id='openapi:params:createPet',
@@ -518,6 +574,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('params:createPet',),
         http=HttpSpec(
             method='POST',
             path='/pets',
@@ -539,6 +596,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('params:createPets',),
         http=HttpSpec(
             method='POST',
             path='/pets/batch',
@@ -559,6 +617,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=0,
         side_effects=('network.http',),
+        aliases=('params:getPet',),
         http=HttpSpec(
             method='GET',
             path='/pets/{id}',
@@ -580,6 +639,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=0,
         side_effects=('network.http',),
+        aliases=('params:listPets',),
         http=HttpSpec(
             method='GET',
             path='/pets',
@@ -600,6 +660,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('params:putRaw',),
         http=HttpSpec(
             method='PUT',
             path='/pets/{id}/raw',
@@ -621,6 +682,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('params:touchPets',),
         http=HttpSpec(
             method='PATCH',
             path='/pets',
@@ -642,6 +704,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('params:updatePet',),
         http=HttpSpec(
             method='PUT',
             path='/pets/{id}',
@@ -670,6 +733,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='params',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('params:uploadPhoto',),
         http=HttpSpec(
             method='POST',
             path='/pets/{id}/photo',
@@ -692,6 +756,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='petstore',
         risk=2,
         side_effects=('network.http', 'remote.write'),
+        aliases=('petstore:addPet',),
         http=HttpSpec(
             method='POST',
             path='/pets',
@@ -710,6 +775,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='petstore',
         risk=3,
         side_effects=('network.http', 'remote.delete'),
+        aliases=('petstore:deletePet',),
         http=HttpSpec(
             method='DELETE',
             path='/pets/{id}',
@@ -727,6 +793,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='petstore',
         risk=0,
         side_effects=('network.http',),
+        aliases=('find_pet_by_id', 'petstore:find pet by id'),
         http=HttpSpec(
             method='GET',
             path='/pets/{id}',
@@ -744,6 +811,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
         source='petstore',
         risk=0,
         side_effects=('network.http',),
+        aliases=('petstore:findPets',),
         http=HttpSpec(
             method='GET',
             path='/pets',

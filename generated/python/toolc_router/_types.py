@@ -61,6 +61,8 @@ class ToolSpec:
     fixed_params: Mapping[str, Any] = field(default_factory=dict)
     mcp_tool: str | None = None
     http: HttpSpec | None = None
+    aliases: tuple[str, ...] = ()
+    """Other names policy rules match besides `id` and `name` (see `policy`)."""
 
 
 @dataclass(frozen=True, slots=True)

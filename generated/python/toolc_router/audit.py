@@ -4,20 +4,30 @@ Events (seed 000): `policy_decision` for every call, `policy_violation` when a g
 `tool_invocation_start` and `tool_invocation_end` around the dispatch. Argument values are never recorded,
 only their names (preset parameters often carry credentials).
 
-The default sink writes to SQLite (`task_audits`) from one writer thread fed by a queue: callers never block on
-the database and concurrent calls cannot interleave writes. A custom sink implements `AuditSink`.
+The default sink writes to SQLite (`task_audits`) synchronously: `emit` returns only once the event is committed,
+so the router sends nothing until its start event is stored, and a database that cannot take the insert (read-only,
+full, a trigger that refuses) refuses every call, the first one included: no queue or writer thread decides it
+later. The router records `policy_decision` and `tool_invocation_start` in one transaction (`emit_many`). Commits
+use `synchronous=NORMAL` in WAL mode: they survive a crash of the process; pass `synchronous="FULL"` to also
+survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) run on a
+helper thread with its own connection, so no call waits for one. A custom sink implements `AuditSink`
+(`emit_many` is optional).
 """
 
 from __future__ import annotations
 
 import json
-import queue
+import logging
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+CHECKPOINT_EVERY = 128
+"""Commits between two WAL checkpoints (made on the helper thread, never by a caller)."""
 
 INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
@@ -58,13 +68,15 @@ class AuditEvent:
 
 class AuditSink(Protocol):
     def emit(self, event: AuditEvent) -> None:
-        """Record one event; must not block for long. Raising makes the router refuse the call."""
+        """Store one event before returning. Raising makes the router refuse the call.
+
+        A sink may also define `emit_many(events)`: store them all (atomically) before returning."""
 
     def flush(self) -> None:
         """Return once every event emitted so far is stored."""
 
     def close(self) -> None:
-        """Flush and release resources."""
+        """Flush and release resources; `flush()` afterwards returns at once."""
 
 
 class MemoryAuditSink:
@@ -78,106 +90,102 @@ class MemoryAuditSink:
         with self._lock:
             self.events.append(event)
 
+    def emit_many(self, events: Sequence[AuditEvent]) -> None:
+        with self._lock:
+            self.events.extend(events)
+
     def flush(self) -> None:
         return None
 
     def close(self) -> None:
         return None
-
-
-class _Flush:
-    __slots__ = ("done",)
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-
-
-_STOP = object()
 
 
 class SqliteAuditSink:
-    """One writer connection on its own thread; `emit` only enqueues."""
+    """One connection, opened on first use; every `emit` is a committed transaction before it returns."""
 
-    def __init__(self, path: str | Path, *, batch_size: int = 512) -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise ValueError("synchronous must be NORMAL, FULL or EXTRA")
         self.path = Path(path)
-        self._batch_size = batch_size
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._synchronous = synchronous.upper()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._connection: sqlite3.Connection | None = None
         self._closed = False
-        self._failure: BaseException | None = None
+        self._commits = 0
+        self._checkpoint = threading.Event()
+        self._checkpointer: threading.Thread | None = None
 
     def emit(self, event: AuditEvent) -> None:
-        if self._failure is not None:
-            raise RuntimeError(f"audit sink failed: {self._failure!r}")
-        if self._closed:
-            raise RuntimeError("audit sink is closed")
-        if self._thread is None:
-            self._start()
-        self._queue.put(event)
+        self.emit_many((event,))
+
+    def emit_many(self, events: Sequence[AuditEvent]) -> None:
+        rows = [_row(event) for event in events]
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("audit sink is closed")
+            connection = self._connection or self._open()
+            try:
+                with connection:  # one transaction: committed on success, rolled back on any failure
+                    connection.executemany(_INSERT, rows)
+            except sqlite3.Error as exc:
+                raise RuntimeError(f"audit sink cannot write ({type(exc).__name__}: {exc})") from exc
+            self._commits += 1
+            if self._commits % CHECKPOINT_EVERY == 0:
+                self._checkpoint.set()
 
     def flush(self) -> None:
-        if self._thread is None:
-            return
-        marker = _Flush()
-        self._queue.put(marker)
-        marker.done.wait()
-        if self._failure is not None:
-            raise RuntimeError(f"audit sink failed: {self._failure!r}")
+        """Every emitted event is already committed: nothing to wait for (also after `close`)."""
 
     def close(self) -> None:
         with self._lock:
-            if self._closed:
-                return
             self._closed = True
-        if self._thread is not None:
-            self._queue.put(_STOP)
-            self._thread.join()
+            connection, self._connection = self._connection, None
+            checkpointer, self._checkpointer = self._checkpointer, None
+        self._checkpoint.set()
+        if checkpointer is not None:
+            checkpointer.join()
+        if connection is not None:
+            connection.close()  # the last connection to close checkpoints what is left
 
-    def _start(self) -> None:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="toolc-audit-writer", daemon=True)
-                self._thread.start()
-
-    def _run(self) -> None:
-        connection: sqlite3.Connection | None = None
+    def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path)
+            connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level="DEFERRED")
+        except (OSError, sqlite3.Error) as exc:
+            raise RuntimeError(f"audit sink cannot open {self.path.name} ({type(exc).__name__})") from exc
+        try:
             connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(f"PRAGMA synchronous={self._synchronous}")
+            connection.execute("PRAGMA wal_autocheckpoint=0")
             connection.executescript(_SCHEMA)
-        except Exception as exc:  # noqa: BLE001 - an unusable audit store must refuse calls, not crash the router
-            self._failure = exc
-        stop = False
-        while not stop:
-            batch: list[AuditEvent] = []
-            markers: list[_Flush] = []
-            item = self._queue.get()
-            while True:
-                if item is _STOP:
-                    stop = True
-                elif isinstance(item, _Flush):
-                    markers.append(item)
-                elif isinstance(item, AuditEvent):
-                    batch.append(item)
-                if stop or len(batch) >= self._batch_size:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if batch and connection is not None and self._failure is None:
-                try:
-                    with connection:
-                        connection.executemany(_INSERT, [_row(event) for event in batch])
-                except Exception as exc:  # noqa: BLE001 - one bad event must not stop the writer thread
-                    self._failure = exc
-            for marker in markers:
-                marker.done.set()
-        if connection is not None:
+        except sqlite3.Error as exc:
             connection.close()
+            raise RuntimeError(f"audit sink cannot prepare {self.path.name} ({type(exc).__name__}: {exc})") from exc
+        self._connection = connection
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(target=self._checkpoints, name="toolc-audit-checkpoint",
+                                                  daemon=True)
+            self._checkpointer.start()
+        return connection
+
+    def _checkpoints(self) -> None:
+        """Checkpoint the WAL when asked, on a connection of its own (PASSIVE: writers never wait for it)."""
+        connection: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._checkpoint.wait()
+                self._checkpoint.clear()
+                if self._closed:
+                    return
+                try:
+                    connection = connection or sqlite3.connect(self.path)
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    logger.debug("audit checkpoint failed; the WAL grows until the next one", exc_info=True)
+        finally:
+            if connection is not None:
+                connection.close()
 
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from mcp.types import CallToolResult
 from ._env import expand, expand_all
 from ._types import RouterError, ServerSpec
 
+logger = logging.getLogger(__name__)
 ServerFactory = Callable[[], Any]
 """Returns anything `mcp.Client` accepts: a URL, `StdioServerParameters`, a transport, or an in-process server."""
 
@@ -96,7 +98,9 @@ class McpConnection:
             if not ready.done():
                 ready.cancel()
             raise
-        except BaseException as exc:  # noqa: BLE001 - the connection owner reports any failure to its waiters
+        except BaseException as exc:
+            # The connection owner reports any failure to its waiters.
+            logger.debug("MCP server %s: connection failed", self.server_id, exc_info=True)
             if not ready.done():
                 failure = exc if isinstance(exc, Exception) else RouterError(repr(exc))
                 ready.set_exception(RouterError(f"cannot connect to MCP server {self.server_id!r}: {failure!r}"))
@@ -112,7 +116,9 @@ class McpConnection:
         try:
             async with asyncio.timeout(self._timeout):
                 await owner
-        except BaseException:  # noqa: BLE001 - closing must not mask the original error
+        except BaseException:
+            # Closing must not mask the original error.
+            logger.debug("MCP server %s: closing failed", self.server_id, exc_info=True)
             owner.cancel()
             with contextlib.suppress(BaseException):
                 await owner

@@ -4,6 +4,10 @@
 
 The first gate that denies wins. Fail closed: a gate that raises, or returns anything but a `PolicyDecision`,
 denies the call.
+
+The allow, deny and admin lists match every name a tool has (`ToolSpec.names`): its id, its own name (MCP tool
+name or operationId), `{source}:{name}`, the operationId of a renamed duplicate (`deleteUser_2` answers to
+`deleteUser`) and every provider-facing name (`github__delete_repo`), so no spelling slips past a rule.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import fnmatch
 import hmac
 import inspect
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ._types import HIGH, MEDIUM, MODES, InvocationContext, PolicySpec, ToolSpec
 
+logger = logging.getLogger(__name__)
 GATE_ORDER = ("disabled", "mode", "spec_frozen", "project_binding", "side_effect_policy", "admin_token")
 
 
@@ -41,7 +47,8 @@ class Gate:
 
 
 def _matches(patterns: Iterable[str], tool: ToolSpec) -> bool:
-    return any(fnmatch.fnmatchcase(tool.id, p) or fnmatch.fnmatchcase(tool.name, p) for p in patterns)
+    names = (tool.id, tool.name, *tool.aliases)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
 
 
 def _deny(gate: str, reason: str) -> PolicyDecision:
@@ -60,6 +67,7 @@ class PolicyEngine:
         self._environ = os.environ if environ is None else environ
         self._disabled: set[str] = set()
         self._enabled_cache: dict[str, bool] = {}
+        self._admin_cache: dict[str, bool] = {}
         self._gates: list[Gate] = [
             Gate("disabled", self._gate_disabled),
             Gate("mode", self._gate_mode),
@@ -86,8 +94,12 @@ class PolicyEngine:
         self._disabled.discard(tool_id)
 
     def requires_admin(self, tool: ToolSpec) -> bool:
-        floor = self.policy.admin_min_risk
-        return _matches(self.policy.admin_tools, tool) or (floor is not None and tool.risk >= floor)
+        required = self._admin_cache.get(tool.id)
+        if required is None:
+            floor = self.policy.admin_min_risk
+            required = _matches(self.policy.admin_tools, tool) or (floor is not None and tool.risk >= floor)
+            self._admin_cache[tool.id] = required
+        return required
 
     async def check(self, tool: ToolSpec | None, tool_id: str, context: InvocationContext) -> PolicyDecision:
         if tool is None:
@@ -97,7 +109,8 @@ class PolicyEngine:
                 outcome = gate.check(tool, context)
                 if inspect.isawaitable(outcome):
                     outcome = await outcome
-            except Exception as exc:  # noqa: BLE001 - fail closed: a gate that raises denies
+            except Exception as exc:
+                logger.debug("gate %s failed; denied (fail closed)", gate.name, exc_info=True)
                 return _deny(gate.name, f"gate failed ({type(exc).__name__}); denied (fail closed)")
             if not isinstance(outcome, PolicyDecision):
                 return _deny(gate.name, "gate returned no PolicyDecision; denied (fail closed)")

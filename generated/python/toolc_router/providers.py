@@ -30,13 +30,21 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
+def decode(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """(arguments, None), or ({}, why) when the model's arguments are not a JSON object; never raises."""
     if raw is None or raw == "":
-        return {}
-    parsed = json.loads(raw) if isinstance(raw, str | bytes) else raw
+        return {}, None
+    parsed = raw
+    if isinstance(raw, str | bytes):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return {}, f"/: arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        except ValueError as exc:
+            return {}, f"/: arguments are not valid JSON ({type(exc).__name__})"
     if not isinstance(parsed, Mapping):
-        raise ValueError("tool call arguments must be a JSON object")  # noqa: TRY004 - bad model output, not a bad caller
-    return dict(parsed)
+        return {}, f"/: arguments must be a JSON object, not {type(parsed).__name__}"
+    return dict(parsed), None
 
 
 def resolve(target: str, provider_name: str) -> NameEntry | None:
@@ -96,33 +104,32 @@ def arguments_to_wire(target: str, provider_name: str, arguments: Mapping[str, A
     return entry.tool_id, to_tool_arguments(entry, arguments)
 
 
-def parse_openai(tool_call: Any) -> tuple[str, str, dict[str, Any], str | None]:
-    """(target, name, arguments, call id) of a Chat Completions tool call or a Responses function_call item."""
+def parse_openai(tool_call: Any) -> tuple[str, str, Any, str | None]:
+    """(target, name, raw arguments, call id) of a Chat Completions tool call or a Responses function_call item."""
     function = _field(tool_call, "function")
     if function is not None:
-        return ("openai-chat", str(_field(function, "name")), _arguments(_field(function, "arguments")),
-                _field(tool_call, "id"))
+        return "openai-chat", str(_field(function, "name")), _field(function, "arguments"), _field(tool_call, "id")
     call_id = _field(tool_call, "call_id") or _field(tool_call, "id")
-    return "openai-responses", str(_field(tool_call, "name")), _arguments(_field(tool_call, "arguments")), call_id
+    return "openai-responses", str(_field(tool_call, "name")), _field(tool_call, "arguments"), call_id
 
 
-def parse_anthropic(block: Any) -> tuple[str, str, dict[str, Any], str | None]:
-    return "anthropic", str(_field(block, "name")), _arguments(_field(block, "input")), _field(block, "id")
+def parse_anthropic(block: Any) -> tuple[str, str, Any, str | None]:
+    return "anthropic", str(_field(block, "name")), _field(block, "input"), _field(block, "id")
 
 
-def parse_gemini(function_call: Any) -> tuple[str, str, dict[str, Any], str | None]:
+def parse_gemini(function_call: Any) -> tuple[str, str, Any, str | None]:
     inner = _field(function_call, "function_call")
     call = inner if inner is not None else function_call
-    return "gemini", str(_field(call, "name")), _arguments(_field(call, "args")), _field(call, "id")
+    return "gemini", str(_field(call, "name")), _field(call, "args"), _field(call, "id")
 
 
-async def route(router: Router, target: str, name: str, arguments: dict[str, Any], call_id: str | None,
+async def route(router: Router, target: str, name: str, raw_arguments: Any, call_id: str | None,
                 context: InvocationContext | None) -> ToolResult:
+    arguments, malformed = decode(raw_arguments)
     entry = resolve(target, name)
-    if entry is None:
-        # Unknown names still go through the router, so the refusal is audited like any other.
-        result = await router.call_tool(name, arguments, context=context)
-    else:
-        result = await router.call_tool(entry.tool_id, to_tool_arguments(entry, arguments), context=context)
+    if entry is not None and malformed is None:
+        arguments = to_tool_arguments(entry, arguments)
+    # Unknown names and malformed arguments still go through the router, so the refusal is audited like any other.
+    result = await router.checked_call(entry.tool_id if entry is not None else name, arguments, context, malformed)
     result.call_id = call_id
     return result

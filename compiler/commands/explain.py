@@ -8,14 +8,15 @@ from typing import Any
 
 import click
 
-from compiler.cli_support import guarded, load_project, parse_targets
-from compiler.config import ALL_TARGETS, DEFAULT_CONFIG_NAME, Config
+from compiler.commands.support import guarded, inputs_options, load_inputs, parse_targets
+from compiler.config import ALL_TARGETS, Config
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.ir import Catalog, Tool
 from compiler.providers import codes
 from compiler.providers.dialect import LowerEnv
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.names import assign_names
+from compiler.providers.registry import ALIASES
 from compiler.serialize import canonical_json
 
 
@@ -67,30 +68,24 @@ def _print_text(result: dict[str, Any]) -> None:
 
 @click.command("explain")
 @click.argument("tool_ref", metavar="TOOL")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@inputs_options
 @click.option("-p", "--provider", "provider", required=True,
-              help=f"One target: {', '.join(ALL_TARGETS)} (or openai = openai-chat, claude = anthropic).")
-@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path(DEFAULT_CONFIG_NAME),
-              show_default=True, help="The project file (used when no PATH is given).")
+              help=f"One target: {', '.join(ALL_TARGETS)} (an alias means its first target: "
+                   + ", ".join(f"{alias} = {targets[0]}" for alias, targets in ALIASES.items() if alias != "all") + ")")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @guarded
 def explain_command(tool_ref: str, paths: tuple[Path, ...], provider: str, config_path: Path, as_json: bool) -> None:
     """Show TOOL's source schema, the schema PROVIDER gets, and what was lost on the way."""
-    from compiler.pipeline import adhoc_inputs, project_inputs, read_catalog
+    from compiler.pipeline import project_inputs, read_catalog
     from compiler.refs import RefResolver
 
     targets = parse_targets(provider) or ()
     if not targets or targets[0] not in ALL_TARGETS:
         raise click.BadParameter(f"choose one of {', '.join(ALL_TARGETS)}", param_hint="--provider")
-    if paths:
-        config = Config(root=Path.cwd())
-        inputs = adhoc_inputs(paths, Path.cwd())
-    else:
-        config = load_project(config_path)
-        inputs = project_inputs(config)
+    config, inputs = load_inputs(paths, config_path)
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
-    catalog = read_catalog(config, inputs, resolver, diagnostics)
+    catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics)
     result = explain(config, catalog, resolver, find_tool(catalog, tool_ref), targets[0])
     resolver_notes = [d.to_json() for d in diagnostics if d.tool == result["tool"]]
     result["losses"] = resolver_notes + result["losses"]

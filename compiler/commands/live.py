@@ -3,10 +3,10 @@
     toolc record [ID...] [-c toolc.yaml]                 refresh each server's recording (secrets redacted)
     toolc record --stdio 'CMD ARGS' --id NAME --out F    record one server without a project file
     toolc record --url URL [--transport sse] --id NAME --out F
-    toolc list [-c toolc.yaml] [--live] [--json]         the catalog's tools with risk and side effects
+    toolc list [PATH... | -c toolc.yaml] [--live] [--json]  the catalog's tools with risk and side effects
     toolc health [ID...] [-c toolc.yaml] [--json]        healthy / degraded / unhealthy per server (seed 000)
 
-Exit codes follow `cli.py`: 0 fine, 1 a server failed (health: one is unhealthy, or degraded with --strict),
+Exit codes follow `support.py`: 0 fine, 1 a server failed (health: one is unhealthy, or degraded with --strict),
 2 usage or project-file error.
 """
 
@@ -21,7 +21,15 @@ from typing import Any, Literal
 
 import click
 
-from compiler.cli_support import EXIT_FAILED, failed, guarded, load_project, print_diagnostics
+from compiler.commands.support import (
+    EXIT_FAILED,
+    failed,
+    guarded,
+    inputs_options,
+    load_inputs,
+    load_project,
+    print_diagnostics,
+)
 from compiler.config import DEFAULT_CONFIG_NAME, Config, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.serialize import canonical_json
@@ -146,20 +154,22 @@ def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, u
 
 
 @click.command("list")
-@_config_option
+@inputs_options
 @click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too.")
 @guarded
-def list_command(config_path: Path, live: bool, as_json: bool, verbose: bool) -> None:
-    """List the project's tools (recordings, OpenAPI documents, or --live servers) with risk and side effects."""
+def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json: bool, verbose: bool) -> None:
+    """List the tools of the project (recordings, OpenAPI documents, or --live servers) or of the documents given
+    as PATHs, with risk and side effects."""
     from compiler.pipeline import project_inputs, read_catalog
     from compiler.refs import RefResolver
 
-    config = load_project(config_path)
+    config, inputs = load_inputs(paths, config_path)
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
-    catalog = read_catalog(config, project_inputs(config), resolver, diagnostics, live=live)
+    catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
+                           live=live)
     print_diagnostics(diagnostics, verbose=verbose)
     rows = [{"id": tool.id, "name": tool.name, "source": tool.source, "risk": tool.risk.label,
              "side_effects": list(tool.side_effects)} for tool in sorted(catalog.tools, key=lambda t: t.id)]
@@ -208,7 +218,3 @@ def health_command(ids: tuple[str, ...], config_path: Path, as_json: bool, stric
     statuses = {r.status for r in reports}
     if UNHEALTHY in statuses or (strict and statuses - {HEALTHY}):
         sys.exit(EXIT_FAILED)
-
-
-LIVE_COMMANDS: tuple[click.Command, ...] = (record_command, list_command, health_command)
-"""Registered on `toolc` by `cli.py`."""

@@ -1,13 +1,14 @@
-"""The pytest plugin (entry point `pytest11: toolc`): snapshot the compiled tools from your own tests.
+"""The pytest plugin (entry point `pytest11: toolc = compiler.commands.pytest_plugin`): snapshot the compiled
+tools from your own tests.
 
     def test_tools_unchanged(toolc_tools, toolc_snapshot):
         assert toolc_tools("openai-chat") == toolc_snapshot
 
-`toolc_tools(target, config=None)` compiles the project in memory (recordings, never live servers) and returns
-`{tool_id: definition}` as lowered for `target` (any of `compiler.config.ALL_TARGETS`), or the IR when
-`target="ir"`. `config` defaults to the `toolc_config` ini option (default `toolc.yaml`), relative to the
-pytest root. A project is compiled once per session. A compile with errors fails the test with the diagnostics.
-`toolc_snapshot` is syrupy's `snapshot` with `ToolSchemaExtension`; accept changes with `pytest --snapshot-update`.
+`toolc_tools(target=None, config=None)` compiles the project in memory (recordings, never live servers) and
+returns `{tool_id: definition}` as lowered for `target` (any of `compiler.providers.registry.TARGETS`; default the
+first, `openai-chat`), or the IR when `target="ir"`. `config` defaults to the `toolc_config` ini option (default
+`toolc.yaml`), relative to the pytest root. A project is compiled once per session. A compile with errors fails
+the test with the diagnostics. `toolc_snapshot` is syrupy's `snapshot` with `ToolSchemaExtension`; accept changes with `pytest --snapshot-update`.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ def _compiled_tools(config_path: Path, target: str) -> dict[str, Any]:
         pytest.fail(f"toolc: the project does not compile:\n{errors}", pytrace=False)
     if target == "ir":
         return {tool.id: tool_to_json(tool) for tool in build.catalog.tools}
-    lowered = (build.artifacts.get("providers") or {}).get(target)
+    lowered = build.providers.get(target)
     if lowered is None:
         pytest.fail(f"toolc: no tools lowered for target {target!r}", pytrace=False)
-    return dict(lowered["tools"])
+    return dict(lowered.tools)
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +56,11 @@ def _toolc_cache() -> dict[tuple[Path, str], dict[str, Any]]:
 
 @pytest.fixture
 def toolc_tools(pytestconfig: pytest.Config, _toolc_cache: dict[tuple[Path, str], dict[str, Any]]) -> ToolsFactory:
-    def tools(target: str = "openai-chat", config: str | Path | None = None) -> dict[str, Any]:
+    def tools(target: str | None = None, config: str | Path | None = None) -> dict[str, Any]:
+        if target is None:  # the registry's first target (OpenAI Chat Completions)
+            from compiler.providers.registry import TARGETS
+
+            target = TARGETS[0]
         path = Path(config or str(pytestconfig.getini("toolc_config")))
         if not path.is_absolute():
             path = pytestconfig.rootpath / path

@@ -1,6 +1,6 @@
-"""What every `toolc` command shares: exit codes, diagnostic printing, loading the project, and the guard that
-turns any failure into a diagnostic. Command modules import from here, never from `cli.py`, so that `cli.py`
-can import them all without an import cycle.
+"""What every `toolc` command shares: exit codes, diagnostic printing, the inputs every command takes (PATHs or
+`-c/--config`), and the guard that turns any failure into a diagnostic. Command modules import from here, never
+from `cli.py`, so that `cli.py` can import them all without an import cycle.
 
     0  success (warnings allowed unless --strict)
     1  the compile (or check) failed: errors, or with --strict warnings; the previous output is untouched
@@ -15,12 +15,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from compiler.config import ALL_TARGETS, Config, load_config
+from compiler.config import DEFAULT_CONFIG_NAME, Config, config_from_data, input_kind
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.loading import load_document
+from compiler.providers.registry import ALIASES
+
+if TYPE_CHECKING:
+    from compiler.pipeline import Input
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 INTERNAL_ERROR = "TC999"
@@ -48,9 +53,37 @@ def failed(diagnostics: Diagnostics, strict: bool) -> bool:
 
 
 def load_project(config_path: Path) -> Config:
-    if not config_path.exists():
-        raise click.UsageError(f"no project file {config_path} (pass PATH... to compile files without one)")
-    return load_config(config_path)
+    config, inputs = load_inputs((), config_path)
+    if inputs is not None:
+        raise click.UsageError(f"{config_path} is an input document, not a project file: this command needs a "
+                               "project file")
+    return config
+
+
+def load_inputs(paths: tuple[Path, ...], config_path: Path) -> tuple[Config, list[Input] | None]:
+    """What to compile, as every command takes it: PATHs (OpenAPI documents, recorded listings; tool ids come from
+    each file's name) or the project file `-c` names. `-c` naming an input document reads it as a PATH.
+    Inputs are None for a project (its own list)."""
+    from compiler.pipeline import (
+        adhoc_inputs,  # the pipeline's imports are paid only by commands that compile
+    )
+
+    if not paths:
+        if not config_path.exists():
+            raise click.UsageError(f"no project file {config_path} (pass PATH... to read files without one)")
+        data = load_document(config_path, display=str(config_path))
+        if input_kind(data) is None:
+            return config_from_data(data, root=config_path.resolve().parent, source=str(config_path)), None
+        paths = (config_path,)
+    return Config(root=Path.cwd()), adhoc_inputs(paths, Path.cwd())
+
+
+def inputs_options(command: F) -> F:
+    """`[PATH]...` and `-c/--config FILE`, the inputs `toolc compile` takes."""
+    command = click.option("-c", "--config", "config_path", type=click.Path(path_type=Path),
+                           default=Path(DEFAULT_CONFIG_NAME), show_default=True,
+                           help="The project file (used when no PATH is given).")(command)
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path))(command)
 
 
 def guarded(command: F) -> F:
@@ -78,10 +111,9 @@ def guarded(command: F) -> F:
 def parse_targets(value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
-    aliases = {"openai": ("openai-chat", "openai-responses"), "claude": ("anthropic",), "all": ALL_TARGETS}
     targets: list[str] = []
     for part in value.split(","):
         part = part.strip()
         if part and part != "none":  # `--target none` (or "") compiles the catalog only
-            targets.extend(aliases.get(part, (part,)))
+            targets.extend(ALIASES.get(part, (part,)))
     return tuple(targets)

@@ -1,6 +1,5 @@
-"""`toolc check` and `toolc diff`. Exit codes: 0 no drift at or above --fail-on, 1 drift (or the compile
-failed), 2 usage / unreadable input.
-
+"""`toolc check [PATH... --out DIR | -c toolc.yaml]` and `toolc diff OLD NEW`. Exit codes: 0 no drift at or above
+--fail-on, 1 drift (or the compile failed), 2 usage / unreadable input.
 """
 
 from __future__ import annotations
@@ -11,7 +10,15 @@ from pathlib import Path
 
 import click
 
-from compiler.cli_support import EXIT_FAILED, EXIT_OK, EXIT_USAGE, guarded, load_project, print_diagnostics
+from compiler.commands.support import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    guarded,
+    inputs_options,
+    load_inputs,
+    print_diagnostics,
+)
 from compiler.config import DEFAULT_CONFIG_NAME, Config
 from compiler.diagnostics import Diagnostics
 from compiler.drift.check import check_build, refresh_command
@@ -41,25 +48,32 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
 
 
 @click.command("check")
-@click.option("-c", "--config", "config_path", type=click.Path(path_type=Path), default=Path(DEFAULT_CONFIG_NAME),
-              show_default=True, help="The project file.")
+@inputs_options
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path),
+              help="The output folder to compare with (default: the project's; needed with PATHs).")
 @click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
 @click.option("--fail-on", default="ERR", type=_FAIL_ON, show_default=True,
               help="Fail on classified changes at or above this level (differing generated files always fail).")
 @click.option("--format", "fmt", default="text", type=_FORMAT, show_default=True)
 @guarded
-def check_command(config_path: Path, live: bool, fail_on: str, fmt: str) -> None:
+def check_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | None, live: bool, fail_on: str,
+                  fmt: str) -> None:
     """Recompile in memory and compare with the output folder and its toolc.lock; exit 1 on drift."""
     from compiler.pipeline import compile_project
 
-    config = load_project(config_path)
-    out_dir = config.output_dir
-    build = compile_project(config, live=live, out_dir=out_dir)
-    _stop_on_errors(build.diagnostics, str(config_path))
+    config, inputs = load_inputs(paths, config_path)
+    if inputs is not None and out_dir is None:
+        raise click.UsageError("checking PATHs needs --out DIR (the folder `toolc compile PATH... --out DIR` made)")
+    out_dir = out_dir or config.output_dir
+    build = compile_project(config, inputs, live=live, out_dir=out_dir)
+    _stop_on_errors(build.diagnostics, " ".join(map(str, paths)) if inputs is not None else str(config_path))
     diagnostics = Diagnostics()
-    config_arg = None if config_path == Path(DEFAULT_CONFIG_NAME) else str(config_path)
-    report = check_build(build, where=str(out_dir), diagnostics=diagnostics,
-                         refresh=refresh_command(live=live, config_arg=config_arg))
+    if inputs is not None:
+        refresh = "toolc compile " + " ".join(item.display for item in inputs) + f" --out {out_dir}"
+    else:
+        config_arg = None if config_path == Path(DEFAULT_CONFIG_NAME) else str(config_path)
+        refresh = refresh_command(live=live, config_arg=config_arg)
+    report = check_build(build, where=str(out_dir), diagnostics=diagnostics, refresh=refresh)
     print_diagnostics(diagnostics)
     _finish(report, fmt, fail_on)
 

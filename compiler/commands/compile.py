@@ -1,0 +1,68 @@
+"""`toolc compile [PATH...] [-c toolc.yaml]`: run the pipeline and swap the output folder in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from compiler.commands.support import (
+    EXIT_FAILED,
+    failed,
+    guarded,
+    inputs_options,
+    load_inputs,
+    parse_targets,
+    print_diagnostics,
+)
+from compiler.config import ALL_TARGETS
+from compiler.diagnostics import Diagnostics, Severity
+from compiler.emit import report
+from compiler.providers.registry import ALIASES
+from compiler.serialize import canonical_json
+
+
+@click.command("compile")
+@inputs_options
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), help="Output folder (default: the project's).")
+@click.option("--target", "targets",
+              help=f"Comma-separated targets: {', '.join(ALL_TARGETS)} (or {', '.join(ALIASES)}; none: catalog only).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report here, even on failure.")
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
+@click.option("--codegen/--no-codegen", default=None,
+              help="Emit (or skip) the typed stubs and router under python/ (default: the project's `codegen`).")
+@click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too (the full loss report).")
+@guarded
+def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | None, targets: str | None,
+                    report_path: Path | None, strict: bool, live: bool, codegen: bool | None, verbose: bool) -> None:
+    """Compile the project (or the OpenAPI documents / recorded listings given as PATHs) into the output folder."""
+    from compiler.pipeline import compile_project, write_build
+
+    config, inputs = load_inputs(paths, config_path)
+    if inputs is not None and out_dir is None:
+        raise click.UsageError("compiling PATHs needs --out DIR")
+    if codegen is not None:
+        config = config.model_copy(update={"codegen": codegen})
+    destination = out_dir or config.output_dir
+    build = None
+    try:
+        build = compile_project(config, inputs, targets=parse_targets(targets), live=live, out_dir=destination)
+        diagnostics = build.diagnostics
+        print_diagnostics(diagnostics, verbose=verbose)
+        if failed(diagnostics, strict):
+            click.echo(f"toolc: compile failed; {destination} left as it was", err=True)
+            sys.exit(EXIT_FAILED)
+        write_build(build, destination)
+        click.echo(
+            f"toolc: {len(build.catalog.tools)} tools from {len(build.catalog.sources)} sources → {destination} "
+            f"({len(build.files)} files; {diagnostics.count(Severity.ERROR)} errors, "
+            f"{diagnostics.count(Severity.WARNING)} warnings, {diagnostics.count(Severity.INFO)} notes)",
+            err=True,
+        )
+    finally:
+        if report_path is not None:
+            diags = build.diagnostics if build else Diagnostics()
+            report_path.write_bytes(canonical_json(report(build.catalog if build else None, diags,
+                                                          extra=build.report_extra() if build else None)))
