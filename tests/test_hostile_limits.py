@@ -31,11 +31,11 @@ def _cap() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CAP_MB * 2**20, CAP_MB * 2**20))
 
 
-def compile_capped(tmp_path: Path, *paths: Path | str, project: str | None = None,
-                   codegen: bool = False) -> subprocess.CompletedProcess[str]:
+def compile_capped(tmp_path: Path, *paths: Path | str, project: str | None = None, codegen: bool = False,
+                   verbose: bool = False) -> subprocess.CompletedProcess[str]:
     """`toolc compile` in a child process with its memory capped; the result's stderr holds the diagnostics."""
     args = [sys.executable, "-m", "compiler", "compile", "--out", str(tmp_path / "out"),
-            "--codegen" if codegen else "--no-codegen"]
+            "--codegen" if codegen else "--no-codegen", *(["-v"] if verbose else [])]
     if project is not None:
         (tmp_path / "toolc.yaml").write_text(project)
         args += ["--config", str(tmp_path / "toolc.yaml")]
@@ -242,8 +242,9 @@ def test_long_tool_name_is_cut(tmp_path: Path) -> None:
     listing = {"server": "s", "tools_list_pages": [{"tools": [
         {"name": "t" * 5000, "inputSchema": {"type": "object", "properties": {"p" * 5000: {"type": "string"}}}}]}]}
     _write(tmp_path, "s.json", json.dumps(listing))
-    result = compile_capped(tmp_path, project="recordings:\n  - path: s.json\n", codegen=True)
+    result = compile_capped(tmp_path, project="recordings:\n  - path: s.json\n", codegen=True, verbose=True)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "info[TC612]" in result.stderr
     tools = (tmp_path / "out" / "python" / "s" / "tools.py").read_text()
     assert max(len(line) for line in tools.splitlines() if "def " in line) < 120
 

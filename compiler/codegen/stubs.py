@@ -28,7 +28,8 @@ top level `toolc_router` is the only import between the standard library and the
 section is the same either way.
 
 `<package>` is the source id in snake_case (`mcp-server-time` → `mcp_server_time`), with a trailing `_` when
-that would shadow a standard-library module or a runtime dependency. Names, literals and docstrings follow
+that would shadow a standard-library module or a runtime dependency (a TC610 warning). A `pattern` pydantic
+would refuse at import is dropped from the models first (TC611, `codegen.patterns`). Names, literals and docstrings follow
 `codegen.identifiers` and `codegen.literals`; every module passes `literals.check_module` (compiles, nothing
 runs on import) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
 `tools.py` are carried over (`codegen.keep`). Output is deterministic: the provenance line carries a digest of
@@ -48,7 +49,7 @@ import libcst
 from compiler import limits
 from compiler.build import Build
 from compiler.codegen.env import render
-from compiler.codegen.identifiers import pascal_name, snake_name, unique_names
+from compiler.codegen.identifiers import name_hash, pascal_name, snake_name, unique_names
 from compiler.codegen.keep import kept_functions, merge_kept
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.model_chunks import GeneratedModels, generate_models
@@ -164,7 +165,7 @@ class _SourcePackage:
         stubs: list[_Stub] = []
         for tool in self.tools:
             name = names[tool.name]
-            if len(tool.name) > limits.current().max_identifier_length:
+            if len(tool.name) > limits.current().max_identifier_length and name.endswith(name_hash(tool.name)):
                 self.build.diagnostics.info(NAME_CUT, f"stub name cut to {name} (the tool name is longer than "
                                             "limits.max_identifier_length)", tool=tool.id, **self.where)
             elif name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
