@@ -207,8 +207,13 @@ def _linear_line_splitting() -> None:
     Swap in the same split done by one regex (the result is equal, see tests/test_hostile_limits.py)."""
     from datamodel_code_generator import _builtin_formatter
 
-    if getattr(_builtin_formatter, "_splitlines_no_ff", None) is not split_source_lines:
+    current = getattr(_builtin_formatter, "_splitlines_no_ff", None)
+    if current is not split_source_lines:
+        _REPLACED.append(current)  # kept for the test that compares the two
         _builtin_formatter._splitlines_no_ff = split_source_lines
+
+
+_REPLACED: list[Any] = []
 
 
 def run_datamodel_codegen(schema: Mapping[str, Any], *, header: str, aliases: Mapping[str, str] | None = None) -> str:
