@@ -113,9 +113,12 @@ def parse_json(data: bytes | str, *, source: str, limits: Limits | None = None) 
         where = f"{source}:{exc.lineno}:{exc.colno}"
         if "depth limit" in reason or "recursion" in reason.lower():
             raise _fail(TOO_DEEP, "nesting is deeper than 1024 levels", where) from None
-        if "memory" in reason.lower():
+        left = codes.headroom()
+        if "memory" in reason.lower() and left is not None and left < codes.PARSE_FACTOR * len(data):
             raise _fail(codes.OUT_OF_MEMORY, f"out of memory reading the document ({reason}); see limits.memory_mb",
                         where) from None
+        if "memory" in reason.lower():  # what orjson says of deep nesting that never closes, memory or not
+            reason = f"{reason} (the document may end inside unclosed arrays or objects)"
         if "infinity" in reason:
             raise _fail(codes.NOT_FINITE, f"a number too large for a double: {reason}", where) from None
         if "UTF-8" in reason or "surrogate" in reason:
