@@ -7,6 +7,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from compiler import limits
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.ir import JsonObject
 from compiler.loading import parse_document, read_bytes
@@ -22,6 +23,8 @@ NO_DEFS: Mapping[str, JsonObject] = MappingProxyType({})
 
 _WARNINGS = frozenset({codes.RECURSION_PRUNED, codes.BUDGET_EXCEEDED, codes.UNSUPPORTED})
 _MEMO_SLOTS = 8
+_BUDGET_EVERY = 32
+"""Resolutions between two looks at the memory budget (reading /proc/self/statm costs a few microseconds)."""
 
 
 class _Memo:
@@ -68,6 +71,7 @@ class RefResolver:
         self.node_budget = node_budget
         self._memos: dict[int, _Memo] = {}
         self._once: set[Hashable] = set()
+        self._calls = 0
 
     # -- files ------------------------------------------------------------------------------------------
 
@@ -153,6 +157,11 @@ class RefResolver:
     # -- internals --------------------------------------------------------------------------------------
 
     def _run(self, walker: Walker, schema: JsonObject, source: str, tool: str) -> JsonObject:
+        self._calls += 1
+        if self._calls % _BUDGET_EVERY == 0 and limits.over_budget():
+            # Resolution is where a compile grows (every tool of every target); the pipeline turns this into
+            # TC139 for the stage that was running.
+            raise MemoryError("the compile's memory budget (limits.memory_mb) is spent")
         try:
             result: JsonObject = walker.run(schema)
         except RecursionError:  # a safety net: the walkers' own depth limit should always come first
