@@ -301,3 +301,31 @@ def test_fuzz_slice(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert report["inputs"] == 300 and report["crashes"] == 0
     assert {"TC131", "TC134", "TC137"} <= set(report["codes"]), "the hostile fragments reach the limits"
+
+
+def test_resolution_looks_at_the_memory_budget() -> None:
+    from compiler import limits
+    from compiler.diagnostics import Diagnostics
+    from compiler.refs import RefResolver
+
+    resolver = RefResolver(Diagnostics())
+    token = limits._CEILING.set(1)  # a ceiling already passed: the budget is spent
+    try:
+        with pytest.raises(MemoryError):
+            for _ in range(64):
+                resolver.inline({"type": "string"})
+    finally:
+        limits._CEILING.reset(token)
+
+
+def test_a_spent_budget_stops_the_stages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiler import limits
+    from compiler.config import config_from_data
+    from compiler.pipeline import compile_project
+
+    _write(tmp_path, "doc.yaml", _openapi("{type: object, properties: {a: {type: string}}}"))
+    config = config_from_data({"openapi": [{"path": "doc.yaml"}]}, root=tmp_path, source="toolc.yaml")
+    monkeypatch.setattr(limits, "over_budget", lambda: True)
+    build = compile_project(config)
+    assert [d.code for d in build.diagnostics if d.severity.value == "error"] == ["TC139"]
+    assert "after reading the sources" in build.diagnostics.items[-1].message and not build.files
