@@ -126,7 +126,7 @@ def test_output_is_deterministic() -> None:
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
         "__init__.py", "_env.py", "_tables.py", "_types.py", "audit.py", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "router.py", "stubs.py", "py.typed"))
+        "policy.py", "providers.py", "router.py", "stubs.py", "wire.py", "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:

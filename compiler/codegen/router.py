@@ -15,6 +15,7 @@ from compiler.codegen.env import render
 from compiler.codegen.router_names import name_maps
 from compiler.codegen.router_tables import (
     api_rows,
+    overridden_url,
     policy_table,
     recording_only_servers,
     server_rows,
@@ -37,15 +38,17 @@ MODULES = (
     "providers.py",
     "router.py",
     "stubs.py",
+    "wire.py",
 )
 
 
 def router_context(build: Build) -> dict[str, object]:
     tools = [t for t in build.catalog.tools if isinstance(t.binding, McpBinding | HttpBinding)]
-    rows = tool_rows(list(build.catalog.tools), build.diagnostics)
+    apis = api_rows(build, tools)
+    bases = {api["id"]: None if overridden_url(build, api["id"]) else api["base_url"] for api in apis}
+    rows = tool_rows(list(build.catalog.tools), build.diagnostics, bases)
     servers = server_rows(build.config.mcp_servers, build.diagnostics)
     recording_only_servers(tools, servers, build.diagnostics)
-    apis = api_rows(build, tools)
     return {
         "project": build.config.name,
         "policy": policy_table(build.config.policy, build.diagnostics),
