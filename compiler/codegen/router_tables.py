@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.build import Build
-from compiler.config import OpenApiConfig, PolicyConfig, ServerConfig
+from compiler.config import PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, McpBinding, RiskLevel, Tool
 from compiler.sources.mcp_env import looks_secret

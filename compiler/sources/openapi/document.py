@@ -188,7 +188,7 @@ def _server_url(server: Any, ctx: Context | None = None, where: str = "", tool: 
             problem = "has no default" if default is None else f"default {default!r} is not in its enum {choices}"
             chosen = f"{choices[0]!r} is used" if choices else "the URL keeps it"
             ctx.diagnostics.warning(SERVER_VARIABLE, f"server variable {name!r} {problem}: {chosen}",
-                                    source=ctx.location, tool=tool or None, pointer=where + "/variables")
+                                    source=ctx.location, tool=tool, pointer=where + "/variables")
         return choices[0] if choices else match.group(0)
 
     return _VARIABLE.sub(substitute, url)
