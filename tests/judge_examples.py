@@ -31,7 +31,7 @@ def _from_regex(pattern: str) -> str | None:
         return find(st.from_regex(pattern, fullmatch=True), lambda _: True,
                     settings=settings(database=None, derandomize=True, max_examples=50,
                                       suppress_health_check=list(HealthCheck)))
-    except Exception:  # noqa: BLE001 - an unsupported or unsatisfiable pattern: no example
+    except Exception:  # an unsupported or unsatisfiable pattern: no example
         return None
 
 
