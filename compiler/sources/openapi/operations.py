@@ -161,6 +161,9 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     input_schema: JsonObject = {"type": "object", "properties": properties}
     if required:
         input_schema["required"] = required
+    dependent = _body_dependencies([field for field in fields if id(field) not in hidden])
+    if dependent:
+        input_schema["dependentRequired"] = dependent
     input_schema["additionalProperties"] = False
 
     summary, details = _text(op.get("summary")), _text(op.get("description"))
@@ -191,6 +194,15 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         fixed_params=presets,
         extra=_extra(op),
     )
+
+
+def _body_dependencies(fields: list[Field]) -> dict[str, list[str]]:
+    """An optional body's required properties, as the input schema says it: any body field given requires them
+    (JSON Schema `dependentRequired`; the router's serializer enforces the same before sending)."""
+    body = [field.name for field in fields if field.location == "body" and not field.whole_body]
+    needed = [field.name for field in fields if field.required_in_body]
+    return {name: [other for other in needed if other != name] for name in body
+            if any(other != name for other in needed)}
 
 
 def _text(value: Any) -> str:
