@@ -190,6 +190,49 @@ class TestQueryAndCookieSmuggling:
     async def test_an_object_where_the_schema_says_string_is_refused(self, wire: Wire, value: Any) -> None:
         wire.refused(await wire.call("listItems", {"q": value}))
 
+    @pytest.mark.parametrize("entry", ["openai", "anthropic", "gemini"])
+    async def test_every_provider_entry_point_is_held_to_the_same_wire(
+            self, entry: str, servers: tuple[RawRecorder, RawRecorder], tmp_path_factory: pytest.TempPathFactory,
+            tmp_path: Path) -> None:
+        from anthropic.types import ToolUseBlock
+        from google.genai import types as gemini
+        from openai.types.chat import ChatCompletionMessageFunctionToolCall
+        from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+        document = wire_document(servers[0].url, servers[1].url)
+        config = OpenApiConfig(id="wire", path="wire.yaml", fixed_params=PRESETS)
+        with generated_router(tmp_path, document, config=config, name_maps=True) as rt:
+            maps = importlib.import_module("toolc_router._tables").NAME_MAPS
+            target = {"openai": "openai-chat", "anthropic": "anthropic", "gemini": "gemini"}[entry]
+            [name] = [n for n, e in maps[target].items() if e.tool_id == "openapi:wire:listItems"]
+            router = rt.Router(audit_sink=rt.SqliteAuditSink(tmp_path / "audit.db"), environ=CREDENTIALS)
+            context = rt.InvocationContext(**FROZEN)
+            for arguments, sent in (({"filter": {"api_key": "ATTACKER"}}, False),
+                                    ({"q": "a&tenant=evil", "pref": "x; sid=ATTACKER"}, True)):
+                servers[0].clear()
+                if entry == "openai":
+                    call = ChatCompletionMessageFunctionToolCall(id="c1", type="function", function=Function(
+                        name=name, arguments=json.dumps(arguments)))
+                    result = await router.call_openai_tool_call(call, context=context)
+                elif entry == "anthropic":
+                    block = ToolUseBlock(id="t1", name=name, input=arguments, type="tool_use")
+                    result = await router.call_anthropic_tool_use(block, context=context)
+                else:
+                    part = gemini.Part(function_call=gemini.FunctionCall(id="g1", name=name, args=arguments))
+                    result = await router.call_gemini_function_call(part, context=context)
+                router.audit.flush()
+                assert result.is_error is not sent, result.error
+                if not sent:
+                    assert servers[0].requests == [] and audited_as_refused(tmp_path / "audit.db", result)
+                    continue
+                request = servers[0].last
+                assert ("q", "a%26tenant%3Devil") in request.query_pairs
+                assert [p for p in request.query_pairs if p[0] in ("tenant", "api_key")] == [
+                    ("tenant", "acme"), ("api_key", API_KEY)]
+                assert sorted(request.cookies) == [("pref", "x%3B%20sid%3DATTACKER"), ("sid", SESSION)]
+            await router.aclose()
+            router.audit.close()
+
     @pytest.mark.parametrize(("value", "encoded"), [
         ("x; sid=ATTACKER", "x%3B%20sid%3DATTACKER"),
         ("a,b", "a%2Cb"),
@@ -260,6 +303,27 @@ class TestWrongHost:
                                                 context=rt.InvocationContext(**FROZEN))
                 assert not result.is_error, result.error
                 assert servers[1].last.raw_path.startswith("/override/hosts/")
+            await router.aclose()
+
+    async def test_relative_servers_resolve_against_the_run_time_origin(self, servers: tuple[RawRecorder, RawRecorder],
+                                                                        tmp_path: Path) -> None:
+        document = wire_document(servers[0].url, servers[1].url)
+        document["servers"] = [{"url": "/v2"}]
+        document["paths"]["/hosts/path-item"]["servers"] = [{"url": "/pi"}]
+        with generated_router(tmp_path, document) as rt:
+            tables = importlib.import_module("toolc_router._tables")
+            assert tables.HTTP_APIS["wire"].base_url == "${TOOLC_BASE_URL_WIRE}/v2"
+            environ = {**CREDENTIALS, "TOOLC_BASE_URL_WIRE": servers[1].url}
+            router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=environ)
+            for operation, prefix in (("rootServer", "/v2/hosts/root"), ("pathItemServer", "/pi/hosts/path-item")):
+                servers[1].clear()
+                result = await router.call_tool(f"openapi:wire:{operation}", {},
+                                                context=rt.InvocationContext(**FROZEN))
+                assert not result.is_error, result.error
+                assert servers[1].last.raw_path == prefix
+            unset = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=CREDENTIALS)
+            result = await unset.call_tool("openapi:wire:rootServer", {}, context=rt.InvocationContext(**FROZEN))
+            assert result.is_error and "TOOLC_BASE_URL_WIRE" in (result.error or "")
             await router.aclose()
 
     def test_a_server_variable_outside_its_enum_is_reported_and_replaced(self) -> None:

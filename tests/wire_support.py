@@ -16,7 +16,7 @@ from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog
 from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
-from tests.test_router_support import FIXTURES, load_router, make_build, write_router
+from tests.test_router_support import FIXTURES, load_router, make_build, with_name_maps, write_router
 
 WIRE = FIXTURES / "openapi" / "wire.yaml"
 API_KEY = "SECRET-KEY-1"
@@ -59,14 +59,17 @@ def read_catalog(document: dict[str, Any], source_id: str, config: OpenApiConfig
 
 @contextlib.contextmanager
 def generated_router(folder: Path, document: dict[str, Any], source_id: str = "wire",
-                     config: OpenApiConfig | None = None) -> Iterator[Any]:
-    """Compile `document` into a router in `folder` and import it (the compile must be free of errors)."""
+                     config: OpenApiConfig | None = None, *, name_maps: bool = False) -> Iterator[Any]:
+    """Compile `document` into a router in `folder` and import it (the compile must be free of errors); with
+    `name_maps`, the providers' real name maps are baked in too (the provider entry points route by them)."""
     config = config if config is not None else OpenApiConfig(id=source_id, path=f"{source_id}.yaml")
     diagnostics = Diagnostics()
     catalog = read_catalog(document, source_id, config, diagnostics)
     errors = [d.render() for d in diagnostics if d.severity.name == "ERROR"]
     assert not errors, errors
     build = make_build(catalog, openapi=[config])
+    if name_maps:
+        build = with_name_maps(build)
     with load_router(write_router(build, folder)) as module:
         yield module
 

@@ -6,7 +6,8 @@ Everything returned here is plain data (str, int, bool, None, tuples, dicts) tha
     TC630 error    a tool whose binding the router cannot call (skipped)
     TC631 warning  a literal secret in a server's env or headers: not baked, replaced by an `${ENV}` reference
     TC632 info     MCP tools whose server has no launch details (recordings): `Router.set_server_factory` needed
-    TC633 warning  an HTTP API without a base URL: `TOOLC_BASE_URL_<API>` must be set at run time
+    TC633 warning  an HTTP API without a base URL, or with a relative one: `TOOLC_BASE_URL_<API>` must be set at
+                   run time (the origin a relative server URL is resolved against)
     TC634 error    an invalid router policy setting (`policy:` in the project file)
 """
 
@@ -133,9 +134,13 @@ def api_rows(build: Build, tools: list[Tool]) -> list[dict[str, Any]]:
     for source_id, source_tools in sorted(by_source.items()):
         bindings = [tool.binding for tool in source_tools if isinstance(tool.binding, HttpBinding)]
         base_url = source_base_url(build, source_id)
+        variable = env_name("BASE_URL", source_id)
         if not base_url:
-            build.diagnostics.warning(NO_BASE_URL, f"no base URL: the router reads it from "
-                                      f"${{{env_name('BASE_URL', source_id)}}}", source=source_id)
+            build.diagnostics.warning(NO_BASE_URL, f"no base URL: the router reads it from ${{{variable}}}",
+                                      source=source_id)
+        elif resolved_url(base_url, source_id) != base_url:
+            build.diagnostics.warning(NO_BASE_URL, f"relative server URL {base_url!r}: the router resolves it "
+                                      f"against the origin in ${{{variable}}}", source=source_id)
         schemes = sorted({scheme.name for binding in bindings for alternative in binding.security
                           for scheme in alternative})
         rows.append({

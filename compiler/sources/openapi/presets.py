@@ -13,7 +13,8 @@ exactly once, whatever the model passes. Two forms, mixable in one entry:
 
 Always errors: a preset naming nothing (TC312), an ambiguous one (TC316), one that cannot be applied (TC317):
 an unknown path variable, a body field without an object body, a key that a credential of the operation uses,
-a header or cookie value with CR/LF, or a value that is not JSON-like data.
+a header or cookie value with CR/LF, an object or array where the schema says a primitive, or a value that is not
+JSON-like data.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def _problem(location: str, wire_name: str, value: Any, field: Field | None,
              security: tuple[tuple[SecurityScheme, ...], ...], has_object_body: bool) -> str | None:
     if not _json_like(value):
         return "its value is not JSON data"
+    primitive = field is not None and field.kind in ("string", "integer", "number", "boolean")
+    if primitive and isinstance(value, Mapping | list | tuple):
+        return f"a {type(value).__name__} where the schema says {field.kind if field else ''}"
     if field is None and location == "path":
         return f"the path has no variable {{{wire_name}}}"
     if field is None and location == "body" and not has_object_body:
