@@ -148,3 +148,13 @@ def arguments_for(input_schema: dict[str, Any], definitions: Mapping[str, Any]) 
         for name in bad:
             arguments.pop(name, None)
     return None
+
+
+def required_only(arguments: dict[str, Any], input_schema: dict[str, Any],
+                  definitions: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The same call with only the required arguments (optional bodies and parameters left out), if it differs and
+    is valid."""
+    required = set(input_schema.get("required") or ())
+    minimal = {name: value for name, value in arguments.items() if name in required}
+    validator = jsonschema.Draft202012Validator({**input_schema, "$defs": dict(definitions)})
+    return minimal if minimal != arguments and validator.is_valid(minimal) else None
