@@ -32,6 +32,7 @@ LOCATIONS = ("path", "query", "header", "cookie", "body")
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 _RESERVED_KEPT = ":/?[]@!$'()*,;"
 """RFC 3986 reserved characters `allowReserved` lets through: `& = # +` would split or end the query, never kept."""
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 _BAD_HEADER_TEXT = re.compile(r"[^\t\x20-\x7e]")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "cookie", "te", "upgrade",
@@ -82,6 +83,8 @@ def to_json(value: Any, what: str) -> str:
 
 
 def _pct(text: str, reserved: bool = False) -> str:
+    if _UNRESERVED.fullmatch(text):  # the common case, without urllib's encode/decode round trip
+        return text
     return quote(text, safe=_RESERVED_KEPT if reserved else "")
 
 
