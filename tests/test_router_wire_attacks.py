@@ -326,6 +326,13 @@ class TestWrongHost:
             assert result.is_error and "TOOLC_BASE_URL_WIRE" in (result.error or "")
             await router.aclose()
 
+    def test_swagger_2_host_base_path_and_scheme(self) -> None:
+        document = {"swagger": "2.0", "info": {"title": "t", "version": "1"}, "host": "api.example.test:8443",
+                    "basePath": "/v2", "schemes": ["https", "http"],
+                    "paths": {"/pets": {"get": {"operationId": "listPets", "responses": {"200": {"description": "ok"}}}}}}
+        catalog = read_catalog(document, "swag", OpenApiConfig(id="swag", path="swag.yaml"))
+        assert catalog.tool("openapi:swag:listPets").binding.base_url == "https://api.example.test:8443/v2"  # type: ignore[union-attr]
+
     def test_a_server_variable_outside_its_enum_is_reported_and_replaced(self) -> None:
         document = wire_document("http://h:1", "http://h:2")
         variable = document["paths"]["/hosts/operation"]["get"]["servers"][0]["variables"]["port"]
@@ -385,6 +392,11 @@ class TestWrongWireFormat:
         assert request.body == b"{}" and request.headers("content-type") == ["application/json"]
 
     async def test_an_optional_bodys_required_properties_stay_required(self, wire: Wire) -> None:
+        catalog = read_catalog(wire_document("http://h:1", "http://h:2"), "wire",
+                               OpenApiConfig(id="wire", path="wire.yaml"))
+        schema = catalog.tool("openapi:wire:setOwner").input_schema
+        assert schema["required"] == ["id"]  # the body is optional ...
+        assert schema["dependentRequired"] == {"owner": ["label"], "label": ["owner"], "note": ["owner", "label"]}
         wire.refused(await wire.call("setOwner", {"id": 1, "note": "n"}), "required when the body is sent")
         request = wire.one(await wire.call("setOwner", {"id": 1}))
         assert request.body == b""
