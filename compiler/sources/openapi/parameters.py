@@ -4,11 +4,14 @@ Merging: path-item parameters first, in document order; an operation parameter w
 replaces it in place, new ones follow. OAS 3 header parameters named Accept, Content-Type or Authorization are
 ignored, as the specification says (the media types and security schemes decide those headers; TC314).
 
-Bodies: the JSON media type (`application/json` or any `+json`) wins, else the first media type with a schema
-(form-urlencoded, multipart...), recorded as `body_content_type`. An object body (`properties`, possibly through
-`$ref`s to shared schemas and `allOf`) is flattened: each property becomes an argument, required only if the body
-is. Anything else (array, primitive, union, map without properties) is one `body` argument with `whole_body`.
-Swagger 2.0: the `in: body` parameter is the body; `in: formData` parameters make a form body.
+Bodies: a JSON media type (`application/json` first, then any `+json`; JSON Patch last unless the body is an array)
+wins, else the first media type with a schema (form-urlencoded, multipart...), recorded as `body_content_type`. An
+object body (`properties`, possibly through `$ref`s to shared schemas and `allOf`) is flattened: each property
+becomes an argument, required if the body is; in an optional body its required properties are `required_in_body`
+(the input schema says it with `dependentRequired`). Each property keeps its `encoding` (style, explode,
+contentType, allowReserved); multipart parts get the specification's default part types. Anything else (array,
+primitive, union, map without properties) is one `body` argument with `whole_body`. Swagger 2.0: the `in: body`
+parameter is the body; `in: formData` parameters make a form body (`collectionFormat` as their encoding).
 
 Collision rule: the body's properties keep their names; then parameters claim their own names in location order
 path, query, header, cookie (document order within one location). A field whose name is already claimed is
@@ -222,8 +225,9 @@ def json_first(media_types: list[str], array_body: bool) -> list[str]:
 
 
 def _is_array(ctx: Context, with_schema: list[tuple[str, JsonObject]]) -> bool:
-    return any(_is_array_schema(ctx.schemas.definitions, media.get("schema"), 0) for _, media in with_schema
-               if media.get("schema") is not None and "json-patch" in _.lower())
+    """Whether a JSON Patch media type of the body has an array schema (then it may be the one sent)."""
+    return any(_is_array_schema(ctx.schemas.definitions, media.get("schema"), 0) for media_type, media in with_schema
+               if "json-patch" in media_type.lower())
 
 
 def _is_array_schema(definitions: dict[str, Any], schema: Any, depth: int) -> bool:
