@@ -113,7 +113,9 @@ class TestPresetsLeak:
 
     async def test_preset_arguments_leave_the_model_schema(self, rt: Any) -> None:
         tools = importlib.import_module("toolc_router._tables").TOOLS
-        assert "tenant" not in {arg.name for arg in tools["openapi:wire:listItems"].http.arguments}
+        catalog = read_catalog(wire_document("http://h:1", "http://h:2"), "wire",
+                               OpenApiConfig(id="wire", path="wire.yaml", fixed_params=PRESETS))
+        assert "tenant" not in catalog.tool("openapi:wire:listItems").input_schema["properties"]
         assert tools["openapi:wire:listItems"].fixed_params == PRESETS["listItems"]
         assert tools["openapi:wire:createCharge"].fixed_params == {"body": {"currency": "eur"}}
 
@@ -122,6 +124,24 @@ class TestPresetsLeak:
         assert parse_qsl(request.body.decode()) == [("amount", "5"), ("currency", "eur")]
         wire.refused(await wire.call("createCharge", {"amount": 5, "currency": "usd"}))
         wire.refused(await wire.call("createCharge", {"amount": 5, "extra": {"currency": "usd"}}), "refused")
+
+    async def test_a_whole_body_preset_and_a_styled_one_keep_their_wire_format(
+            self, servers: tuple[RawRecorder, RawRecorder], tmp_path: Path) -> None:
+        document = wire_document(servers[0].url, servers[1].url)
+        config = OpenApiConfig(id="wire", path="wire.yaml", fixed_params={
+            "putNote": {"body": "pinned text"}, "listItems": {"ids": [1, 2], "query": {"tenant": "acme"}}})
+        with generated_router(tmp_path, document, config=config) as rt:
+            router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=CREDENTIALS)
+            context = rt.InvocationContext(**FROZEN)
+            servers[0].clear()
+            assert not (await router.call_tool("openapi:wire:putNote", {}, context=context)).is_error
+            assert servers[0].last.body == b"pinned text"
+            assert (await router.call_tool("openapi:wire:putNote", {"body": "mine"}, context=context)).is_error
+            assert not (await router.call_tool("openapi:wire:listItems", {}, context=context)).is_error
+            assert sorted(p for p in servers[0].last.query_pairs if p[0] in ("ids", "tenant")) == [
+                ("ids", "1|2"), ("tenant", "acme")]  # the pinned parameter keeps its pipeDelimited style
+            assert len(servers[0].requests) == 2
+            await router.aclose()
 
     def test_pinning_a_renamed_argument_is_an_error_listing_the_candidates(self) -> None:
         diagnostics = Diagnostics()

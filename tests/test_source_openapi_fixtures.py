@@ -215,7 +215,7 @@ def test_config_selection_fixed_params_and_base_url() -> None:
     assert update.fixed_params == {"cookie": {"session": "s3cret"}}  # by location and wire name
     assert "session" not in update.input_schema["properties"]
     assert "session" not in update.input_schema["required"]
-    assert not any(a.name == "session" for a in _binding(update).arguments)  # the model can't give it at all
+    assert any(a.name == "session" for a in _binding(update).arguments)  # still bound on the wire (its style)
     assert all(_binding(t).base_url == "http://localhost:8080" for t in tools.values())
     unknown = [d for d in diagnostics if d.code == "TC312"]
     assert len(unknown) == 1 and "'nope'" in unknown[0].message and unknown[0].severity is Severity.ERROR

@@ -33,7 +33,7 @@ from compiler.sources.openapi.parameters import (
     request_body,
     swagger_body,
 )
-from compiler.sources.openapi.presets import resolve_presets, unpinned
+from compiler.sources.openapi.presets import resolve_presets
 from compiler.sources.openapi.schema_dialect import pointer
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -175,7 +175,7 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         method=method,
         path=operation.path,
         base_url=_base_url(ctx, op, operation.path_item, tool, operation.where),
-        arguments=unpinned(tuple(_argument(ctx, field) for field in fields), presets),
+        arguments=tuple(_argument(ctx, field) for field in fields),  # pinned ones too: the wire keeps their style
         body_content_type=body.content_type if body is not None else None,
         body_required=body is not None and body.required,
         security=security,

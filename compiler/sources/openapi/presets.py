@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.ir import HttpArgument, SecurityScheme
+from compiler.ir import SecurityScheme
 from compiler.sources.openapi.codes import AMBIGUOUS_PRESET, BAD_PRESET, UNKNOWN_FIXED_PARAM
 from compiler.sources.openapi.document import Context
 from compiler.sources.openapi.parameters import Field
@@ -126,7 +126,3 @@ def _has_line_break(value: Any) -> bool:
         return any(_has_line_break(v) for v in value)
     return False
 
-
-def unpinned(arguments: tuple[HttpArgument, ...], presets: Mapping[str, Mapping[str, Any]]) -> tuple[HttpArgument, ...]:
-    """The arguments the model may still give: none at a location and wire name a preset pins."""
-    return tuple(a for a in arguments if a.wire_name not in presets.get(a.location, {}))

@@ -332,6 +332,9 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
     unknown = sorted(name for name in arguments if name not in by_name)
     if unknown:
         raise RouterError(f"unknown argument(s) {', '.join(map(repr, unknown))}: refused")
+    pinned = sorted(name for name in arguments if by_name[name].wire_name in presets.get(by_name[name].location, {}))
+    if pinned:
+        raise RouterError(f"argument(s) {', '.join(map(repr, pinned))} are set by a preset: refused")
     given: list[tuple[HttpArg, Any]] = [(arg, arguments[arg.name]) for arg in spec.arguments if arg.name in arguments]
     for location, values in presets.items():
         if location not in LOCATIONS:
@@ -340,7 +343,7 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
             known = next((a for a in spec.arguments if a.location == location and a.wire_name == wire_name), None)
             preset_arg = HttpArg(f"the preset {location} {wire_name!r}", wire_name, location,
                                  style=known.style if known else None, explode=known.explode if known else None,
-                                 whole_body=any(a.whole_body for a in spec.arguments) and location == "body",
+                                 whole_body=known.whole_body if known else False,
                                  content_type=known.content_type if known else None,
                                  allow_reserved=known.allow_reserved if known else False,
                                  kind=known.kind if known else None)
