@@ -417,7 +417,7 @@ class TestWrongWireFormat:
         schema = catalog.tool("openapi:wire:setOwner").input_schema
         assert schema["required"] == ["id"]  # the body is optional ...
         assert schema["dependentRequired"] == {"owner": ["label"], "label": ["owner"], "note": ["owner", "label"]}
-        wire.refused(await wire.call("setOwner", {"id": 1, "note": "n"}), "required when the body is sent")
+        wire.refused(await wire.call("setOwner", {"id": 1, "note": "n"}))  # the validator or the serializer says so
         request = wire.one(await wire.call("setOwner", {"id": 1}))
         assert request.body == b""
         request = wire.one(await wire.call("setOwner", {"id": 1, "owner": "o", "label": "l", "owner_query": "q"}))

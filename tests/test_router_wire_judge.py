@@ -115,6 +115,7 @@ def recorder() -> Iterator[RawRecorder]:
         yield server
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source_id", list(DOCUMENTS))
 async def test_every_operation_passes_both_judges(source_id: str, recorder: RawRecorder, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,3 +77,43 @@ def test_values_the_rules_cannot_encode_are_refused(wire: Any, value: Any) -> No
     with pytest.raises(types.RouterError):
         module.form_pairs(arg, value)
 
+
+
+def _spec(types: Any, *arguments: Any, **fields: Any) -> Any:
+    security = ((types.AuthScheme("key", "apiKey", location="query", param_name="api_key"),),)
+    return types.HttpSpec("POST", "/things/{id}", tuple(arguments), security=security, **fields)
+
+
+@pytest.mark.parametrize(("arguments", "words"), [
+    ({"id": 1, "ghost": 1}, "unknown argument"),
+    ({"id": 1, "tenant": "evil"}, "set by a preset"),
+    ({"id": 1, "filter": {"api_key": "x"}}, "belongs to a credential"),
+    ({"id": 1, "filter": {"tenant": "x"}}, "belongs to the preset"),
+    ({"id": 1, "note": "n"}, "required when the body is sent"),
+    ({"id": "..", "label": "l"}, "dot segment"),
+    ({"id": {"a": 1}}, "schema says integer"),
+])
+def test_the_serializer_fails_closed_on_its_own(wire: Any, arguments: dict[str, Any], words: str) -> None:
+    """Defence in depth: whatever validation ran before, `build_request` refuses what it can't send by the rules."""
+    module, types = wire
+    spec = _spec(types,
+                 types.HttpArg("id", "id", "path", required=True, style="simple", explode=False, kind="integer"),
+                 types.HttpArg("tenant", "tenant", "query", style="form", explode=True, kind="string"),
+                 types.HttpArg("filter", "filter", "query", style="form", explode=True, kind="object"),
+                 types.HttpArg("label", "label", "body", required_in_body=True, kind="string"),
+                 types.HttpArg("note", "note", "body", kind="string"),
+                 body_content_type="application/json")
+    with pytest.raises(types.RouterError, match=words):
+        module.build_request(spec, "http://h", arguments, {"query": {"tenant": "acme"}}, {"key": "SECRET"})
+
+
+def test_the_serializer_sends_presets_and_credentials_once(wire: Any) -> None:
+    module, types = wire
+    spec = _spec(types, types.HttpArg("id", "id", "path", required=True, style="simple", explode=False),
+                 types.HttpArg("filter", "filter", "query", style="form", explode=True, kind="object"),
+                 types.HttpArg("label", "label", "body", required_in_body=True, kind="string"),
+                 body_content_type="application/json")
+    request = module.build_request(spec, "http://h/", {"id": 7, "filter": {"size": "a&b"}, "label": "x"},
+                                   {"query": {"tenant": "acme"}, "header": {"X-Org": "o"}}, {"key": "S&1"})
+    assert request.url == "http://h/things/7?size=a%26b&tenant=acme&api_key=S%261"
+    assert request.headers == {"X-Org": "o"} and request.content == b'{"label":"x"}'
