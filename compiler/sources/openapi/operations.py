@@ -69,8 +69,8 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
         if "$ref" in raw_item and not ctx.swagger:
             try:
                 resolved, _ = ctx.deref({"$ref": raw_item["$ref"]}, where, tool="", what="path item")
-            except Skip:
-                continue
+            except Skip:  # reported (TC307); the item's own operations are still read, each a tool or a TC302
+                resolved = {}
             item = {**resolved, **{k: v for k, v in raw_item.items() if k != "$ref"}}
         for key, op in item.items():
             if key in methods:
