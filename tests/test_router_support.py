@@ -128,7 +128,7 @@ def test_output_is_deterministic() -> None:
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
         "__init__.py", "_env.py", "_schemas.json", "_tables.py", "_types.py", "audit.py", "http_dispatch.py",
         "mcp_dispatch.py", "policy.py", "providers.py", "redact.py", "router.py", "stubs.py", "validate.py",
-        "py.typed"))
+        "wire.py", "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:

@@ -18,6 +18,7 @@ from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_e
 from compiler.codegen.router_names import name_maps
 from compiler.codegen.router_tables import (
     api_rows,
+    overridden_url,
     policy_table,
     recording_only_servers,
     server_rows,
@@ -42,15 +43,17 @@ MODULES = (
     "router.py",
     "stubs.py",
     "validate.py",
+    "wire.py",
 )
 
 
 def router_context(build: Build) -> dict[str, object]:
     tools = [t for t in build.catalog.tools if isinstance(t.binding, McpBinding | HttpBinding)]
-    rows = tool_rows(list(build.catalog.tools), build.diagnostics)
+    apis = api_rows(build, tools)
+    bases = {api["id"]: None if overridden_url(build, api["id"]) else api["base_url"] for api in apis}
+    rows = tool_rows(list(build.catalog.tools), build.diagnostics, bases)
     servers = server_rows(build.config.mcp_servers, build.diagnostics)
     recording_only_servers(tools, servers, build.diagnostics)
-    apis = api_rows(build, tools)
     maps = name_maps(build.providers, tools, build.targets)
     provider_names: dict[str, set[str]] = {}
     for table in maps.tables:
