@@ -102,6 +102,11 @@ def _start(bindir: Path) -> PgServer:
         for path in (folder, folder / "sock", password_file):
             os.chown(path, record.pw_uid, record.pw_gid)
     folder.chmod(0o700)
+    if prefix and subprocess.run([*prefix, str(bindir / "initdb"), "--version"], capture_output=True).returncode:
+        # The server's user cannot reach the binaries (a checkout under a private home): run a copy of them.
+        shutil.copytree(bindir.parent, folder / "pginstall", symlinks=True)
+        subprocess.run(["chmod", "-R", "a+rX", str(folder / "pginstall")], check=True)
+        bindir = folder / "pginstall" / "bin"
     subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(folder / "data"), "-U", USER, "-E", "UTF8",
                     "--auth=scram-sha-256", f"--pwfile={password_file}", "--no-sync", "--no-instructions"],
                    check=True, capture_output=True, text=True, timeout=120)

@@ -322,3 +322,21 @@ def test_a_literal_password_in_the_project_file_is_refused_and_never_baked() -> 
     assert [d.pointer for d in build.diagnostics if d.code == "TC670"] == ["/audit/dsn"]
     assert not any(b"hunter2-literal" in content for content in files.values())
     assert b"CONFIGURED_DSN: Final[str | None] = None" in files["toolc_router/audit_pg.py"]
+
+
+async def test_an_end_event_is_not_waited_for_but_its_loss_is_logged(rt: Any,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    sink = rt.PostgresAuditSink(f"host=127.0.0.1 port={free_port()} dbname=x user=toolc", retry_for=0.2)
+    end = rt.AuditEvent("tool_invocation_end", "i", "t", 1.0, payload={"status": "success"})
+    with caplog.at_level(logging.WARNING):
+        await sink.aemit_many([end])  # returns at once: the call has already run
+        sink.flush()  # ... and flush waits until it is written or given up
+        with pytest.raises(RuntimeError, match="audit database unavailable"):
+            await sink.aemit_many([rt.AuditEvent("tool_invocation_start", "i", "t", 1.0)])
+        sink.close()
+    assert any(r.levelno == logging.ERROR and "an end event could not be audited" in r.getMessage()
+               for r in caplog.records)
+    waiting = rt.PostgresAuditSink(f"host=127.0.0.1 port={free_port()} dbname=x", retry_for=0.2, wait_for_end=True)
+    with pytest.raises(RuntimeError, match="audit database unavailable"):
+        waiting.emit(end)  # as SQLite: the router then reports the call as not audited
+    waiting.close()

@@ -5,18 +5,21 @@ written: an `${ENV}` reference, or a DSN without a password; the password is nev
 router keeps the SQLite sink. Needs the optional extra `psycopg[binary]` (see requirements-postgres.txt), imported
 only when a DSN is in use.
 
-Fail-closed exactly like SQLite, with group commit for throughput: `emit_many` hands its events to one writer
-thread through a bounded queue and returns only once the transaction holding them is committed
-(`synchronous_commit` on: durable on the server). The writer takes every request waiting (up to `max_batch`
-events) into one transaction, so concurrent calls share a round trip and a WAL flush instead of queueing for
-one each. Nothing is acknowledged before it is committed, so batching never lets a call out unaudited.
+Fail-closed exactly like SQLite where it matters, with group commit for throughput: `emit_many` hands its events
+to one writer thread through a bounded queue and returns only once the transaction holding them is committed
+(`synchronous_commit` on: durable on the server), so the decision and the start event are stored before a
+request goes out, and a database that cannot take them refuses the call. The writer takes every request waiting
+(up to `max_batch` events) into one transaction, so concurrent calls share a round trip and a WAL flush instead
+of queueing for one each; nothing is acknowledged before it is committed. The end event gates nothing (the call
+has run): it is queued and rides the next commit, and the caller does not wait for it (`wait_for_end=True` waits,
+as SQLite does, at one more WAL flush per call). `flush()` and `close()` wait for every queued event.
 
 Rows are the SQLite sink's `task_audits` rows (payload as jsonb), with a unique key on
 (invocation_id, event_type): a batch whose commit was lost with the connection is simply written again
 (`ON CONFLICT DO NOTHING`), so a server restart neither loses nor doubles an event. While the server is away the
-writer reconnects with backoff; a request still unwritten `retry_for` seconds after it was made fails, and its
-call is refused (or, for an end event, reported as not audited). Every message this module lets out goes through
-the router's redaction with the DSN's password and the DSN itself as secrets.
+writer reconnects with backoff; a request still unwritten `retry_for` seconds after it was made fails: its call
+is refused (a queued end event is logged as lost, at ERROR, like the end of a process that died). Every message
+this module lets out goes through the router's redaction with the DSN's password and the DSN itself as secrets.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ._env import expand
 from ._types import RouterError
-from .audit import AuditEvent, AuditSink, SqliteAuditSink
+from .audit import INVOCATION_END, AuditEvent, AuditSink, SqliteAuditSink
 from .redact import redact, secret_values
 
 logger = logging.getLogger(__name__)
@@ -91,12 +94,14 @@ class PostgresAuditSink:
 
     def __init__(self, dsn: str, *, environ: Mapping[str, str] | None = None, expand_env: bool = False,
                  retry_for: float = 10.0, connect_timeout: float = 5.0, max_batch: int = 512,
-                 queue_size: int = 10_000) -> None:
+                 queue_size: int = 10_000, wait_for_end: bool = False) -> None:
         if max_batch < 1 or queue_size < 1 or retry_for < 0:
             raise ValueError("max_batch and queue_size must be positive, retry_for not negative")
         self._template = dsn
         self._environ = os.environ if environ is None else environ
         self._expand = expand_env
+        self.wait_for_end = wait_for_end
+        """Also wait for end events' commits (as SQLite does): one more round trip and WAL flush per call."""
         self.retry_for = retry_for
         self._connect_timeout = max(1, round(connect_timeout))
         self._max_batch = max_batch
@@ -119,6 +124,8 @@ class PostgresAuditSink:
 
     def emit_many(self, events: Sequence[AuditEvent]) -> None:
         request = self._submit(events)
+        if self._deferred(events, request):
+            return
         try:
             request.done.result(timeout=self._patience)
         except concurrent.futures.TimeoutError:
@@ -130,10 +137,24 @@ class PostgresAuditSink:
             request = self._submit(events, block=False)
         except queue.Full:
             request = await asyncio.to_thread(self._submit, events)
+        if self._deferred(events, request):
+            return
         try:
             await asyncio.wait_for(asyncio.wrap_future(request.done), self._patience)
         except TimeoutError:
             raise RuntimeError("audit database did not answer in time") from None
+
+    def _deferred(self, events: Sequence[AuditEvent], request: _Request) -> bool:
+        """End events gate nothing: unless `wait_for_end`, the caller goes on and the end rides the next commit."""
+        if self.wait_for_end or any(event.event_type != INVOCATION_END for event in events):
+            return False
+        request.done.add_done_callback(self._report_lost)
+        return True
+
+    def _report_lost(self, done: concurrent.futures.Future[None]) -> None:
+        error = done.exception()
+        if error is not None:
+            logger.error("an end event could not be audited: %s", error)
 
     def flush(self) -> None:
         """Return once every request made so far is written or failed (at once after `close`)."""
