@@ -150,7 +150,7 @@ async def series(rt: Any, sink: Any, calls: int, url: str) -> dict[str, tuple[li
     return results
 
 
-async def concurrent(rt: Any, sink: Any, calls: int) -> float:
+async def concurrent(rt: Any, sink: Any, calls: int) -> tuple[float, int | None]:
     """Seconds for `calls` calls started at once (the in-process MCP server; 10 dispatched at a time)."""
     router = rt.Router(audit_sink=sink)
     server = probe_server()
@@ -163,8 +163,10 @@ async def concurrent(rt: Any, sink: Any, calls: int) -> float:
     elapsed = time.perf_counter() - start
     assert not any(r.is_error for r in results), results[0].error
     await router.aclose()
-    sink.close()
-    return elapsed
+    before = getattr(sink, "transactions", None)
+    sink.close()  # writes the last queued end events
+    after = getattr(sink, "transactions", None)
+    return elapsed, (after if after is not None and before is not None else None)
 
 
 def commit_floor(dsn: str, calls: int) -> str:
@@ -241,8 +243,9 @@ async def main(calls: int, many: int) -> None:
             variants["postgres group commit"] = lambda: rt.PostgresAuditSink(fresh_dsn())
             variants["postgres max_batch=1"] = lambda: rt.PostgresAuditSink(fresh_dsn(), max_batch=1)
         for name, make in variants.items():
-            elapsed = await concurrent(rt, make(), many)
-            print(f"  {name:<24} {elapsed:7.2f} s  {many / elapsed:8.0f} calls/s")
+            elapsed, transactions = await concurrent(rt, make(), many)
+            shared = f"  {transactions} transactions for {3 * (many + 1)} events" if transactions else ""
+            print(f"  {name:<24} {elapsed:7.2f} s  {many / elapsed:8.0f} calls/s{shared}")
     http.shutdown()
     http.server_close()
 

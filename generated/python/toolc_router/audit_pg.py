@@ -114,6 +114,8 @@ class PostgresAuditSink:
         self._connection: Any = None
         self._down_since: float | None = None
         self._attempts = 0
+        self.transactions = 0
+        """Transactions committed so far (how far group commit shares them: see bench/bench_router.py)."""
         self.secrets = self._secrets()
         """The values this sink never lets out: the DSN, its password, and PGPASSWORD."""
 
@@ -258,6 +260,7 @@ class PostgresAuditSink:
             logger.debug("audit write failed", exc_info=True)
             _fail(pending, f"audit database cannot be used ({type(exc).__name__})")
             return []
+        self.transactions += 1
         if self._down_since is not None:
             logger.warning("audit database reachable again after %.1f s", time.monotonic() - self._down_since)
             self._down_since, self._attempts = None, 0
