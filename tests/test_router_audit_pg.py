@@ -340,3 +340,12 @@ async def test_an_end_event_is_not_waited_for_but_its_loss_is_logged(rt: Any,
     with pytest.raises(RuntimeError, match="audit database unavailable"):
         waiting.emit(end)  # as SQLite: the router then reports the call as not audited
     waiting.close()
+
+
+async def test_without_psycopg_calls_are_refused_with_the_extra_to_install(rt: Any, database: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the optional extra were not installed
+    router = rt.Router(audit_sink=rt.PostgresAuditSink(database))
+    result = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
+    router.audit.close()
+    assert result.denied_by == "audit" and "pip install 'psycopg[binary]'" in result.error

@@ -25,6 +25,7 @@ this module lets out goes through the router's redaction with the DSN's password
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import importlib
@@ -174,6 +175,7 @@ class PostgresAuditSink:
             self._closed = True
             writer = self._writer
         if writer is not None:
+            atexit.unregister(self.close)
             self._queue.put(_STOP)
             writer.join()
         if self._connection is not None:
@@ -189,6 +191,7 @@ class PostgresAuditSink:
             if self._writer is None:
                 self._writer = threading.Thread(target=self._run, name="toolc-audit-postgres", daemon=True)
                 self._writer.start()
+                atexit.register(self.close)  # queued end events are written before the process exits
         try:
             self._queue.put(request, block=block, timeout=self.retry_for if block else None)
         except queue.Full:
