@@ -349,3 +349,25 @@ async def test_without_psycopg_calls_are_refused_with_the_extra_to_install(rt: A
     result = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
     router.audit.close()
     assert result.denied_by == "audit" and "pip install 'psycopg[binary]'" in result.error
+
+
+async def test_a_role_that_may_only_insert_is_enough_once_the_schema_exists(rt: Any, pg: PgServer,
+                                                                             database: str) -> None:
+    rt.PostgresAuditSink(database).close()  # an owner's router (or a DBA) created the schema
+    sink = rt.PostgresAuditSink(database)
+    sink.emit(rt.AuditEvent("policy_decision", "owner", "t", 1.0))
+    sink.close()
+    role = f"writer_{uuid.uuid4().hex[:8]}"
+    dbname = database.split("dbname=")[1].split()[0]
+    with psycopg.connect(database, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'writer-pass-123'")
+        connection.execute(f"GRANT CONNECT ON DATABASE {dbname} TO {role}")
+        connection.execute(f"GRANT INSERT ON task_audits TO {role}")
+        connection.execute(f"GRANT USAGE ON SEQUENCE task_audits_id_seq TO {role}")
+        connection.execute(f"GRANT SELECT ON toolc_audit_schema TO {role}")
+    writer = rt.PostgresAuditSink(f"host=127.0.0.1 port={pg.port} dbname={dbname} user={role} "
+                                  "password=writer-pass-123")
+    writer.emit(rt.AuditEvent("policy_decision", "writer", "t", 2.0))
+    writer.emit(rt.AuditEvent("policy_decision", "writer", "t", 2.0))  # a retry: ON CONFLICT needs no SELECT
+    writer.close()
+    assert [invocation for invocation, _ in rows(database)] == ["owner", "writer"]

@@ -68,7 +68,7 @@ _MIGRATIONS: Final = (
 )
 _INSERT: Final = (
     "INSERT INTO task_audits (invocation_id, event_type, tool_id, task_id, project_id, mode, created_at, payload)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT (invocation_id, event_type) DO NOTHING"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT DO NOTHING"  # on task_audits_event: needs no SELECT
 )
 _KV_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
@@ -306,13 +306,14 @@ class PostgresAuditSink:
 
     @staticmethod
     def _migrate(connection: Any) -> None:
-        """Create or bring `task_audits` up to SCHEMA_VERSION, one router of the fleet at a time."""
+        """Create or bring `task_audits` up to SCHEMA_VERSION, one router of the fleet at a time. An up-to-date
+        schema is only read, so a role with INSERT on task_audits (and SELECT on toolc_audit_schema) suffices."""
         with connection.transaction(), connection.cursor() as cursor:
+            if _schema_version(cursor) >= SCHEMA_VERSION:
+                return
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             cursor.execute("CREATE TABLE IF NOT EXISTS toolc_audit_schema (version INTEGER NOT NULL)")
-            cursor.execute("SELECT max(version) FROM toolc_audit_schema")
-            found = cursor.fetchone()
-            current = found[0] if found and found[0] is not None else 0
+            current = _schema_version(cursor)  # another router may have migrated while we waited for the lock
             for version, steps in enumerate(_MIGRATIONS, start=1):
                 if version > current:
                     for step in steps:
@@ -342,6 +343,16 @@ class PostgresAuditSink:
     def _describe(self, exc: BaseException) -> str:
         message = str(exc).strip().replace("\n", " ").replace("\t", " ")
         return self._scrub(f"{type(exc).__name__}: {message}")
+
+
+def _schema_version(cursor: Any) -> int:
+    cursor.execute("SELECT to_regclass('toolc_audit_schema') IS NOT NULL")
+    found = cursor.fetchone()
+    if not found or not found[0]:
+        return 0
+    cursor.execute("SELECT max(version) FROM toolc_audit_schema")
+    found = cursor.fetchone()
+    return int(found[0]) if found and found[0] is not None else 0
 
 
 def _passwords(dsn: str) -> list[str]:
