@@ -137,6 +137,14 @@ class PolicyConfig(_Strict):
         return value.lower() if isinstance(value, str) else value
 
 
+class AuditConfig(_Strict):
+    """Where the generated router keeps its audit trail: SQLite per process (`policy.audit_db`) unless a DSN."""
+
+    dsn: str | None = None
+    """A PostgreSQL DSN for the whole fleet, usually `${ENV}` (`codegen.router_audit`: a literal password is
+    refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
+
+
 class Config(_Strict):
     root: Path = Path(".")
     name: str = "toolc project"
@@ -150,6 +158,7 @@ class Config(_Strict):
     resolver: ResolverConfig = ResolverConfig()
     policy: PolicyConfig = PolicyConfig()
     providers: ProvidersConfig = ProvidersConfig()
+    audit: AuditConfig = AuditConfig()
     limits: Limits = Limits()
     """Resource limits (`compiler.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True

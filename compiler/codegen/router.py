@@ -3,8 +3,10 @@
 The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
 servers, HTTP APIs, policy, provider name maps), written as Python literals. `stubs.py` is the runtime support
 of the typed stubs (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input
-schemas the router validates arguments against (`router_guard`). Generated code imports the `mcp` SDK, httpx2
-and jsonschema, never `compiler`. See `router_tables`, `router_names` and `router_guard` for what is baked and
+schemas the router validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run
+time, `requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code
+imports the `mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never
+`compiler`. See `router_tables`, `router_names` and `router_guard` for what is baked and
 its diagnostics.
 """
 
@@ -14,6 +16,7 @@ import jinja2
 
 from compiler.build import Build
 from compiler.codegen.env import render
+from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
 from compiler.codegen.router_tables import (
@@ -35,6 +38,7 @@ MODULES = (
     "_tables.py",
     "_types.py",
     "audit.py",
+    "audit_pg.py",
     "http_dispatch.py",
     "mcp_dispatch.py",
     "policy.py",
@@ -42,8 +46,11 @@ MODULES = (
     "redact.py",
     "router.py",
     "stubs.py",
+    "telemetry.py",
     "validate.py",
     "wire.py",
+    "requirements.txt",
+    "requirements-postgres.txt",
 )
 
 
@@ -76,11 +83,12 @@ def router_context(build: Build) -> dict[str, object]:
         "api_count": len(apis),
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
+        "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
     }
 
 
 def generate_router(build: Build) -> dict[str, bytes]:
-    """`{"toolc_router/<module>.py": source}`; a template failure is a TC636 error and no router is emitted."""
+    """`{"toolc_router/<module>": source}`; a template failure is a TC636 error and no router is emitted."""
     context = router_context(build)
     files: dict[str, bytes] = {}
     for module in MODULES:
