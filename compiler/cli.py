@@ -32,6 +32,7 @@ LAZY_COMMANDS = {
     "health": "compiler.live_commands:health_command",
     "list": "compiler.live_commands:list_command",
     "record": "compiler.live_commands:record_command",
+    "serve": "compiler.serve_command:serve_command",
 }
 
 

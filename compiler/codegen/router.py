@@ -16,6 +16,7 @@ from compiler.build import Build
 from compiler.codegen.env import render
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
+from compiler.codegen.router_serve import serve_file
 from compiler.codegen.router_tables import (
     api_rows,
     policy_table,
@@ -40,6 +41,10 @@ MODULES = (
     "providers.py",
     "redact.py",
     "router.py",
+    "serve.py",
+    "serve_catalog.py",
+    "serve_http.py",
+    "serve_mcp.py",
     "stubs.py",
     "validate.py",
 )
@@ -73,6 +78,7 @@ def router_context(build: Build) -> dict[str, object]:
         "api_count": len(apis),
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
+        "targets": tuple(sorted(build.targets)),
     }
 
 
@@ -91,4 +97,5 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/py.typed"] = b""
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
+    files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
     return files
