@@ -4,7 +4,7 @@ deployment runs `python -m toolc_router.serve` without toolc; this command finds
 output folder and starts it from the project's folder (where the relative server commands and the audit
 database are).
 
-    toolc serve [-c toolc.yaml] [--transport stdio|http] [--host 127.0.0.1] [--port 8765]
+    toolc serve [-c toolc.yaml] [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [--spec-hash H]
 
     TC680 error  the server refuses to start: a non-loopback --host without a bearer token in TOOLC_SERVE_TOKEN
                  (or a token shorter than 16 characters)
@@ -49,9 +49,13 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
 @click.option("--page-size", type=int, default=100, show_default=True, help="Tools per tools/list page.")
 @click.option("--max-body", type=int, default=1024 * 1024, show_default=True, help="Largest request body (http).")
 @click.option("--max-calls", type=int, default=16, show_default=True, help="Tool calls running at once.")
+@click.option("--mode", type=click.Choice(["execution", "planning"]), default="execution", show_default=True,
+              help="Invocation mode every call runs in (policy gate 2).")
+@click.option("--spec-hash", help="The frozen spec's hash: lets execution mode run high-risk tools (gate 3).")
+@click.option("--project-id", help="The project the calls belong to (gate 4).")
 @guarded
 def serve_command(config_path: Path, transport: str, host: str, port: int, page_size: int, max_body: int,
-                  max_calls: int) -> None:
+                  max_calls: int, mode: str, spec_hash: str | None, project_id: str | None) -> None:
     """Serve the project's compiled tools through its policy-checked router (run `toolc compile` first)."""
     config = load_project(config_path)
     python_dir = (config.output_dir / "python").resolve()
@@ -69,5 +73,7 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
     os.chdir(config.root)
     argv = ["--transport", transport, "--host", host, "--port", str(port), "--page-size", str(page_size),
             "--max-body", str(max_body), "--max-calls", str(max_calls),
-            "--schemas-dir", str((config.output_dir / "schemas").resolve())]
+            "--schemas-dir", str((config.output_dir / "schemas").resolve()), "--mode", mode]
+    argv += ["--spec-hash", spec_hash] if spec_hash else []
+    argv += ["--project-id", project_id] if project_id else []
     sys.exit(serve.main(argv))
