@@ -99,9 +99,9 @@ def serving_http(project: Path, environ: dict[str, str], *extra: str) -> Iterato
         log.close()
 
 
-def audit_rows(project: Path) -> list[tuple[str, str, str, dict[str, Any]]]:
+def audit_rows(project: Path, database: Path | None = None) -> list[tuple[str, str, str, dict[str, Any]]]:
     """(invocation id, event type, tool id, payload) of every row in the project's audit database."""
-    with sqlite3.connect(project.parent / "toolc_audit.sqlite3") as connection:
+    with sqlite3.connect(database or project.parent / "toolc_audit.sqlite3") as connection:
         rows = connection.execute(
             "SELECT invocation_id, event_type, tool_id, payload FROM task_audits ORDER BY id").fetchall()
     return [(i, kind, tool, json.loads(payload)) for i, kind, tool, payload in rows]

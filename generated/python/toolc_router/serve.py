@@ -10,15 +10,17 @@ tools in execution mode), `--project-id`. No admin token is ever presented, so a
 
 Needs the `mcp` SDK (which brings starlette and uvicorn), httpx2 and jsonschema, never toolc. Run it from the
 folder the project's relative paths (server commands, the audit database) are relative to; `toolc serve` does that.
-Exit status: 0 after a clean shutdown, 2 when the server refuses to start (the reason on stderr).
+Exit status: 0 after a clean shutdown (stdin closed, SIGINT, SIGTERM), 2 when the server refuses to start (the reason on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import anyio
 
@@ -71,8 +73,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"toolc_router.serve: MCP at http://{options.host}:{options.port}/mcp, tools at "
           f"http://{options.host}:{options.port}/tools", file=sys.stderr)
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM (running calls finish, the audit is flushed and closed),
+    # then re-raises the signal: let that end the process with status 0, a clean shutdown.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_cleanly)
     server.run()
     return 0
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 if __name__ == "__main__":
