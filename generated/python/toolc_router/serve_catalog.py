@@ -104,6 +104,7 @@ class ServedCatalog:
         self._served: dict[str, str] | None = None
         self._schemas: dict[str, dict[str, str]] | None = None
         self._ids: dict[str, str] = {}
+        self._inputs: dict[str, dict[str, Any]] = {}
         self._defs: dict[str, Any] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
 
@@ -175,12 +176,16 @@ class ServedCatalog:
             return result
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
-        """The self-contained input schema served for an MCP name."""
+        """The self-contained input schema served for an MCP name (the SDK asks on every call: kept once built)."""
+        cached = self._inputs.get(name)
+        if cached is not None:
+            return cached
         tool_id = self.tool_id(name)
         if tool_id is None:
             return None
         with self._lock:
-            return self._input_schema(tool_id)
+            schema = self._inputs[name] = self._input_schema(tool_id)
+            return schema
 
     def _tool(self, name: str) -> types.Tool:
         entry = json.loads(self._index_locked()[name])

@@ -151,7 +151,7 @@ def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: st
     limiter = anyio.CapacityLimiter(max_calls)
     base = context or router.default_context
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
-    manager = StreamableHTTPSessionManager(mcp_server(router, served, max_calls=max_calls), json_response=False,
+    manager = StreamableHTTPSessionManager(mcp_server(router, served, max_calls=max_calls), json_response=True,
                                            security_settings=security, max_request_body_size=max_body)
 
     async def list_tools(request: Request) -> Response:
