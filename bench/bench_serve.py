@@ -1,6 +1,7 @@
 """Tool calls through the served MCP endpoint: `toolc serve` next to FastMCP `from_openapi` (not a test).
 
     .venv/bin/python bench/bench_serve.py [--calls 1000] [--concurrency 8]
+    .venv/bin/python bench/bench_serve.py --listing DOCUMENT [--peer]   # e.g. Microsoft Graph, 11k operations
 
 Both serve the same document, the OpenAPI examples' petstore-expanded, over Streamable HTTP on 127.0.0.1, in front
 of the same loopback HTTP API, and both are called by the same client (`mcp.Client` from the official SDK):
@@ -10,6 +11,10 @@ of the same loopback HTTP API, and both are called by the same client (`mcp.Clie
     concurrent    `--concurrency` calls in flight per server, one server after the other; calls per second
     router        `Router.call_tool` in-process on the same tool, alternating with calls through `toolc serve`:
                   the serving layer's added latency (MCP framing, HTTP, session) over the router itself
+
+`--listing DOCUMENT` generates the router for one OpenAPI document and, in a fresh process, lists every page of
+`tools/list` through the official client (in-process transport) twice: time of each pass, peak memory, bytes
+listed. `--peer` does the same with FastMCP `from_openapi` in its venv.
 
 toolc's server does everything it does in production: policy gates, argument validation, the audit's start and
 end rows committed to SQLite around each call. FastMCP has no policy or audit; it validates the output.
@@ -208,9 +213,94 @@ def main(calls: int, concurrency: int) -> None:
     api.server_close()
 
 
+LISTER = """
+import asyncio, json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+
+async def main():
+    from mcp import Client
+    if sys.argv[2] == "toolc":
+        from toolc_router import MemoryAuditSink, Router
+        from toolc_router.serve_mcp import mcp_server
+        server = mcp_server(Router(audit_sink=MemoryAuditSink(), environ={}))
+    else:
+        import httpx2
+        from fastmcp import FastMCP
+        spec = json.load(open(sys.argv[3]))
+        peer = FastMCP.from_openapi(spec, client=httpx2.AsyncClient(base_url="http://127.0.0.1:9"), name="peer")
+        server = peer._mcp_server  # the SDK's low-level server FastMCP builds on: same client, same transport
+    ready = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    passes = []
+    async with Client(server) as client:
+        for _ in range(2):
+            start, cursor, tools, size = time.perf_counter(), None, 0, 0
+            while True:
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+                tools += len(page.tools)
+                size += len(page.model_dump_json(by_alias=True, exclude_none=True))
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            passes.append((time.perf_counter() - start, tools, size))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"passes": passes, "ready_mb": ready / 1024, "peak_mb": peak / 1024}))
+
+asyncio.run(main())
+"""
+
+
+def listing(document: Path, with_peer: bool) -> None:
+    from compiler.codegen.router import generate_router
+    from compiler.loading import load_document
+    from compiler.sources.openapi import read_openapi
+    from tests.test_router_support import make_build
+
+    started = time.perf_counter()
+    build = make_build(_catalog(document, load_document, read_openapi))
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for relative, content in generate_router(build).items():
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relative).write_bytes(content)
+        print(f"{document.name}: {len(build.catalog.tools)} tools; router generated in "
+              f"{time.perf_counter() - started:.1f} s; _serve.json "
+              f"{(folder / 'toolc_router' / '_serve.json').stat().st_size / 1e6:.1f} MB, _schemas.json "
+              f"{(folder / 'toolc_router' / '_schemas.json').stat().st_size / 1e6:.1f} MB")
+        runs = [("toolc serve", [sys.executable, "-c", LISTER, str(folder), "toolc"])]
+        if with_peer:
+            spec = folder / "spec.json"
+            text = document.read_text()
+            spec.write_text(text if document.suffix == ".json" else json.dumps(yaml.safe_load(text)))
+            runs.append(("fastmcp", [str(peer_venv("fastmcp", ["fastmcp==4.1.2"])), "-c", LISTER, str(folder),
+                                     "fastmcp", str(spec)]))
+        for name, command in runs:
+            run = subprocess.run(command, capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"{name}: failed ({run.returncode}): {run.stderr.strip().splitlines()[-1:]}")
+                continue
+            result = json.loads(run.stdout)
+            (first, tools, size), (second, _, _) = result["passes"]
+            print(f"{name}: {tools} tools, {size / 1e6:.1f} MB listed; first pass {first:.2f} s, second "
+                  f"{second:.2f} s; ready {result['ready_mb']:.0f} MB, peak {result['peak_mb']:.0f} MB RSS")
+
+
+def _catalog(document: Path, load_document: Any, read_openapi: Any) -> Any:
+    from compiler.diagnostics import Diagnostics
+    from compiler.ir import Catalog
+
+    source, tools = read_openapi(load_document(document), source_id="api", location=str(document),
+                                 diagnostics=Diagnostics())
+    return Catalog(sources=(source,), tools=tuple(sorted(tools, key=lambda t: t.id)))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--listing", type=Path, help="list the tools of this OpenAPI document instead")
+    parser.add_argument("--peer", action="store_true", help="with --listing: FastMCP from_openapi too")
     options = parser.parse_args()
-    main(options.calls, options.concurrency)
+    if options.listing:
+        listing(options.listing, options.peer)
+    else:
+        main(options.calls, options.concurrency)
