@@ -73,7 +73,8 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Any) -> None
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 log.seek(0)
-                raise RuntimeError(f"toolc serve did not start: {log.read().decode(errors='replace')[-2000:]}") from None
+                stderr = log.read().decode(errors="replace")
+                raise RuntimeError(f"toolc serve did not start: {stderr[-2000:]}") from None
             time.sleep(0.05)
 
 

@@ -171,7 +171,8 @@ def inspector(*args: str, project: Path, environ: dict[str, str]) -> Any:
         pytest.skip("the MCP Inspector is not installed: npm ci --prefix tests/servers")
     env = {**environ, "MCP_CATALOG_PATH": str(project.parent / "inspector-catalog.json")}
     # The Inspector starts the server with a minimal environment: pass on what the served project reads.
-    passed = [arg for key in ("PATH", "PARAMS_API_URL", "TOOLC_PARAMS_APIKEY") for arg in ("-e", f"{key}={environ[key]}")]
+    passed = [arg for key in ("PATH", "PARAMS_API_URL", "TOOLC_PARAMS_APIKEY")
+              for arg in ("-e", f"{key}={environ[key]}")]
     command = [str(INSPECTOR), "--cli", *passed, *args, "--transport", "stdio", "--", sys.executable,
                *serve_args(project)]
     run = subprocess.run(command, env=env, cwd=project.parent, capture_output=True, text=True, timeout=120)

@@ -9,8 +9,9 @@ default), `--spec-hash HASH` (the spec is frozen at HASH: without it the `spec_f
 tools in execution mode), `--project-id`. No admin token is ever presented, so admin tools are refused.
 
 Needs the `mcp` SDK (which brings starlette and uvicorn), httpx2 and jsonschema, never toolc. Run it from the
-folder the project's relative paths (server commands, the audit database) are relative to; `toolc serve` does that.
-Exit status: 0 after a clean shutdown (stdin closed, SIGINT, SIGTERM), 2 when the server refuses to start (the reason on stderr).
+folder the project's relative paths (server commands, the audit database) are relative to; `toolc serve` does
+that. Exit status: 0 after a clean shutdown (stdin closed, SIGINT, SIGTERM), 2 when the server refuses to start
+(the reason on stderr).
 """
 
 from __future__ import annotations

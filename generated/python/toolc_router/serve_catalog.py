@@ -192,7 +192,9 @@ class ServedCatalog:
         tool_id = str(entry.pop("id"))
         self._ids[name] = tool_id
         text = self._schemas_index()["tools"].get(tool_id)
-        schema: dict[str, Any] = json.loads(text) if text is not None else {"source": None, "schema": {"type": "object"}}
+        schema: dict[str, Any] = {"source": None, "schema": {"type": "object"}}
+        if text is not None:
+            schema = json.loads(text)
         defs = self._source_defs(schema["source"])
         if "outputSchema" in entry:
             entry["outputSchema"] = with_defs(entry["outputSchema"], defs)

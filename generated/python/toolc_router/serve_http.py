@@ -148,10 +148,10 @@ def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: st
     served = catalog or ServedCatalog()
     security = loopback_security() if is_loopback(host) else None
     guard = TransportSecurityMiddleware(security)
-    limiter = anyio.CapacityLimiter(max_calls)
+    limiter = anyio.CapacityLimiter(max_calls)  # shared by /mcp and /tools: at most max_calls calls in all
     base = context or router.default_context
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
-    manager = StreamableHTTPSessionManager(mcp_server(router, served, max_calls=max_calls), json_response=True,
+    manager = StreamableHTTPSessionManager(mcp_server(router, served, limiter=limiter), json_response=True,
                                            security_settings=security, max_request_body_size=max_body)
 
     async def list_tools(request: Request) -> Response:

@@ -48,10 +48,11 @@ def call_result(result: ToolResult) -> types.CallToolResult:
 
 
 def mcp_server(router: Router, catalog: ServedCatalog | None = None, *, max_calls: int = MAX_CALLS,
-               context: InvocationContext | None = None) -> Server[Any]:
-    """A low-level MCP server whose tools are the catalog's and whose calls go through `router`."""
+               limiter: anyio.CapacityLimiter | None = None, context: InvocationContext | None = None) -> Server[Any]:
+    """A low-level MCP server whose tools are the catalog's and whose calls go through `router`, at most
+    `max_calls` at once (or as many as `limiter`, when it is shared with other ways in)."""
     served = catalog or ServedCatalog()
-    limiter = anyio.CapacityLimiter(max_calls)
+    limiter = limiter or anyio.CapacityLimiter(max_calls)
     base = context or router.default_context
     call_context = base if base.actor else dataclasses.replace(base, actor="mcp")
 
