@@ -206,3 +206,39 @@ def test_shutdown_is_graceful_and_the_audit_complete(project: Path, api: str, tm
         assert process.wait(timeout=30) == 0
     kinds = [kind for _, kind, _, _ in audit_rows(project, database)]
     assert kinds == ["policy_decision", "tool_invocation_start", "tool_invocation_end"]
+
+
+async def test_calls_in_flight_are_bounded(tmp_path: Path) -> None:
+    """`max_calls` caps the calls running at once across both ways in; the others wait their turn (in-process)."""
+    import asyncio
+
+    from tests.test_router_support import make_build, probe_catalog, probe_server, write_router
+
+    with load_router(write_router(make_build(probe_catalog()), tmp_path)):
+        from toolc_router import MemoryAuditSink, Router
+        from toolc_router.serve_http import create_app
+
+        router = Router(audit_sink=MemoryAuditSink(), environ={})
+        server = probe_server()
+        router.set_server_factory("probe", lambda: server)
+        running, most = 0, 0
+
+        async def hold(tool: Any, arguments: Any, result: Any) -> Any:
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            for _ in range(20):  # yield to the loop so the other requests can pile up
+                await asyncio.sleep(0)
+            running -= 1
+            return result
+
+        router.register_postprocessor("mcp:probe:echo", hold)
+        app = create_app(router, max_calls=2)
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            answers = await asyncio.gather(*(
+                http.post("/tools/echo/call", json={"text": str(i)}) for i in range(6)))
+        assert [a.status_code for a in answers] == [200] * 6
+        assert [a.json()["structuredContent"] for a in answers] == [{"text": str(i)} for i in range(6)]
+        assert most == 2
+        await router.aclose()
