@@ -4,6 +4,7 @@ MCP names, annotations, publishable output schemas, self-contained input schemas
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,3 +117,12 @@ def test_defs_are_reached_transitively_and_shared(served: Any) -> None:
     assert bundled["$defs"]["B"] is defs["B"]  # shared between tools, not copied
     own = module.with_defs({**schema, "$defs": {"A": {"type": "integer"}}}, defs)
     assert own["$defs"]["A"] == {"type": "integer"} and "B" not in own["$defs"]  # its own definitions win
+
+
+def test_serve_needs_a_compiled_router(tmp_path: Path) -> None:
+    from tests.helpers import run_toolc
+
+    project = tmp_path / "toolc.yaml"
+    project.write_text("name: empty\noutput: out\n")
+    result = run_toolc("serve", "-c", project)
+    assert result.exit_code == 1 and "error[TC681]" in result.stderr and "toolc compile" in result.stderr
