@@ -106,17 +106,23 @@ def test_served_schemas_carry_only_the_defs_they_reach(served: Any) -> None:
     assert catalog.resolve("openapi:params:getPet", "anthropic") == ("openapi:params:getPet", None)
 
 
-def test_defs_are_reached_transitively_and_shared(served: Any) -> None:
+def test_defs_are_reached_transitively_shared_and_bounded(served: Any) -> None:
     module, _ = served
     defs = {"A": {"$ref": "#/$defs/B"}, "B": {"type": "object", "properties": {"c": {"$ref": "#/$defs/C"}}},
-            "C": {"type": "string"}, "Unused": {"type": "integer"}, "a/b": {"type": "null"}}
+            "C": {"type": "string", "title": "C", "description": "x" * 500}, "Unused": {"type": "integer"},
+            "a/b": {"type": "null"}}
     schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}, "y": {"$ref": "#/$defs/a~1b"},
                                                "z": {"const": {"$ref": "#/$defs/Unused"}}}}
-    assert set(module.reachable_defs(schema, defs)) == {"A", "B", "C", "a/b"}
     bundled = module.with_defs(schema, defs)
+    assert list(bundled["$defs"]) == ["A", "B", "C", "a/b"]  # reached transitively; a literal is no reference
     assert bundled["$defs"]["B"] is defs["B"]  # shared between tools, not copied
     own = module.with_defs({**schema, "$defs": {"A": {"type": "integer"}}}, defs)
     assert own["$defs"]["A"] == {"type": "integer"} and "B" not in own["$defs"]  # its own definitions win
+    small = module.with_defs(schema, defs, budget=300)
+    assert small["$defs"]["B"] is defs["B"]  # nearest first, while the budget lasts
+    assert small["$defs"]["C"]["type"] == "string" and small["$defs"]["C"]["title"] == "C"
+    assert "not expanded" in small["$defs"]["C"]["description"]  # a stub: the deep, big definition left out
+    assert set(module.references(small)) == {"A", "B", "C", "a/b"}  # every reference still resolves
 
 
 def test_serve_needs_a_compiled_router(tmp_path: Path) -> None:

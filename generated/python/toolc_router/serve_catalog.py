@@ -4,8 +4,9 @@ Data, read lazily: `_serve.json` (one line per tool: the name it is served under
 description, annotations, output schema) and `_schemas.json` (input schemas and each source's shared `$defs`,
 the file the router validates against). Only the keys are decoded when the catalog is first used; a page of
 `tools/list` is built when it is first asked for and kept, so each page is built once however often it is
-listed (Microsoft Graph: 11k tools, 110 pages of 100). Each served schema carries only the `$defs` it reaches;
-the definitions are shared between tools, not copied.
+listed (Microsoft Graph: 11k tools, 115 pages of 100). Each served schema carries only the `$defs` it reaches,
+nearest first, within `SCHEMA_BUDGET` bytes (a definition beyond it is listed as a stub that any value fits; the
+router still validates against the full schema); the definitions are shared between tools, not copied.
 
 Provider tool lists (`GET /tools?provider=`) are the compiler's files themselves, `schemas/<target>.json`
 in the output folder beside `python/` (override with `schemas_dir` or `TOOLC_SCHEMAS_DIR`), sent byte for byte.
@@ -34,6 +35,10 @@ PAGE_SIZE = 100
 _HEADER = '{"format":1,'
 _KEY = json.JSONDecoder()
 _DEFS_REF = re.compile(r"#/\$defs/([^/]+)")
+_LITERALS = ("const", "default", "enum", "examples")
+_STUB_SIZE = 120
+SCHEMA_BUDGET = 16_000
+"""Bytes of JSON one served schema may take with the definitions it carries (`with_defs`)."""
 
 
 class UnknownCursor(ValueError):
@@ -60,44 +65,79 @@ def index_served(text: str) -> dict[str, str]:
     return index
 
 
-def reachable_defs(schema: Any, defs: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of `defs` that `schema` reaches through `#/$defs/...` references, transitively."""
-    found: dict[str, Any] = {}
-    pending = [schema]
+def references(node: Any) -> set[str]:
+    """The `$defs` names `node` refers to (`#/$defs/Name`), anywhere inside it."""
+    found: set[str] = set()
+    pending = [node]
     while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            reference = node.get("$ref")
-            match = _DEFS_REF.match(reference) if isinstance(reference, str) else None
+        item = pending.pop()
+        if isinstance(item, dict):
+            reference = item.get("$ref")
+            match = _DEFS_REF.fullmatch(reference) if isinstance(reference, str) else None
             if match is not None:
-                name = match.group(1).replace("~1", "/").replace("~0", "~")
-                if name not in found and name in defs:
-                    found[name] = defs[name]
-                    pending.append(defs[name])
-            pending.extend(value for key, value in node.items() if key not in ("const", "default", "enum", "examples"))
-        elif isinstance(node, list):
-            pending.extend(node)
+                found.add(match.group(1).replace("~1", "/").replace("~0", "~"))
+            pending.extend(value for key, value in item.items() if key not in _LITERALS)
+        elif isinstance(item, list):
+            pending.extend(item)
     return found
 
 
-def with_defs(schema: Mapping[str, Any], defs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`schema` made self-contained: its own `$defs` plus the source's definitions it reaches (its own win, as
-    in the router's validator)."""
-    own = schema.get("$defs") or {}
-    reached = reachable_defs(schema, {**defs, **own}) if defs else {}
-    extra = {name: reached[name] for name in sorted(reached) if name not in own}
-    return {**schema, "$defs": {**extra, **own}} if extra else dict(schema)
+def stub(name: str, definition: Any) -> dict[str, Any]:
+    """What a definition left out for size is listed as: its type and title, and a note (any value fits it)."""
+    kept = {key: definition[key] for key in ("type", "title") if isinstance(definition, dict) and key in definition}
+    return {**kept, "description": f"{name}: not expanded in this listing (the router checks it in full)"}
+
+
+def with_defs(schema: Mapping[str, Any], defs: Mapping[str, Any] | None, *, budget: int | None = None,
+              sizes: dict[str, int] | None = None) -> dict[str, Any]:
+    """`schema` made self-contained: its own `$defs` plus the source's definitions it reaches, nearest first.
+
+    With a `budget` (bytes of JSON for the whole schema), a definition that would take it over is listed as a
+    `stub` and not followed further: Microsoft Graph's definitions reach one another, so a closure can be a
+    megabyte per tool. Definitions are shared between tools, never copied; `sizes` caches their JSON lengths."""
+    own = dict(schema.get("$defs") or {})
+    if not defs:
+        return dict(schema)
+    sizes = {} if sizes is None else sizes
+    used = len(json.dumps(schema, separators=(",", ":"))) if budget is not None else 0
+    added: dict[str, Any] = {}
+    seen = set(own)
+    level = sorted(references(schema))
+    while level:
+        following: set[str] = set()
+        for name in level:
+            if name in seen or name not in defs:
+                continue
+            seen.add(name)
+            definition = defs[name]
+            if budget is not None:
+                size = sizes.get(name)
+                if size is None:
+                    size = sizes[name] = len(json.dumps(definition, separators=(",", ":")))
+                if used + size > budget:
+                    added[name] = stub(name, definition)
+                    used += _STUB_SIZE
+                    continue
+                used += size
+            added[name] = definition
+            following |= references(definition)
+        level = sorted(following - seen)
+    if not added:
+        return dict(schema)
+    return {**schema, "$defs": {**{name: added[name] for name in sorted(added)}, **own}}
 
 
 class ServedCatalog:
     """What `tools/list` returns and what a served name stands for; safe to share between threads."""
 
     def __init__(self, *, serve_file: Path = SERVE_FILE, schemas_file: Path = SCHEMAS_FILE,
-                 schemas_dir: Path | None = None, page_size: int = PAGE_SIZE) -> None:
+                 schemas_dir: Path | None = None, page_size: int = PAGE_SIZE,
+                 schema_budget: int | None = SCHEMA_BUDGET) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.schemas_dir = schemas_dir or default_schemas_dir()
         self.page_size = page_size
+        self.schema_budget = schema_budget
         self._serve_file = serve_file
         self._schemas_file = schemas_file
         self._lock = threading.Lock()
@@ -106,6 +146,7 @@ class ServedCatalog:
         self._ids: dict[str, str] = {}
         self._inputs: dict[str, dict[str, Any]] = {}
         self._defs: dict[str, Any] = {}
+        self._sizes: dict[str, dict[str, int]] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
 
     # Names ---------------------------------------------------------------------------------------------------
@@ -195,17 +236,21 @@ class ServedCatalog:
         schema: dict[str, Any] = {"source": None, "schema": {"type": "object"}}
         if text is not None:
             schema = json.loads(text)
-        defs = self._source_defs(schema["source"])
+        source = schema["source"]
         if "outputSchema" in entry:
-            entry["outputSchema"] = with_defs(entry["outputSchema"], defs)
-        return types.Tool.model_validate({"name": name, **entry, "inputSchema": with_defs(schema["schema"], defs)})
+            entry["outputSchema"] = self._bundle(entry["outputSchema"], source)
+        return types.Tool.model_validate({"name": name, **entry, "inputSchema": self._bundle(schema["schema"], source)})
 
     def _input_schema(self, tool_id: str) -> dict[str, Any]:
         text = self._schemas_index()["tools"].get(tool_id)
         if text is None:
             return {"type": "object"}
         entry = json.loads(text)
-        return with_defs(entry["schema"], self._source_defs(entry["source"]))
+        return self._bundle(entry["schema"], entry["source"])
+
+    def _bundle(self, schema: Mapping[str, Any], source: str | None) -> dict[str, Any]:
+        sizes = self._sizes.setdefault(source or "", {})
+        return with_defs(schema, self._source_defs(source), budget=self.schema_budget, sizes=sizes)
 
     def _source_defs(self, source: str | None) -> dict[str, Any] | None:
         if source is None:
