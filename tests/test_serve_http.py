@@ -242,3 +242,31 @@ async def test_calls_in_flight_are_bounded(tmp_path: Path) -> None:
         assert [a.json()["structuredContent"] for a in answers] == [{"text": str(i)} for i in range(6)]
         assert most == 2
         await router.aclose()
+
+
+async def test_a_call_the_audit_cannot_record_is_refused(tmp_path: Path) -> None:
+    from tests.test_router_support import make_build, probe_catalog, probe_server, write_router
+
+    class Broken:
+        def emit(self, event: Any) -> None:
+            raise OSError("disk full")
+
+        def flush(self) -> None:
+            return None
+
+        def close(self) -> None:
+            return None
+
+    with load_router(write_router(make_build(probe_catalog()), tmp_path)):
+        from toolc_router import Router
+        from toolc_router.serve_http import create_app
+
+        router = Router(audit_sink=Broken(), environ={})
+        called: list[str] = []
+        server = probe_server()
+        router.set_server_factory("probe", lambda: called.append("connect") or server)
+        transport = httpx2.ASGITransport(app=create_app(router))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            answer = await http.post("/tools/echo/call", json={"text": "x"})
+        assert answer.status_code == 503 and answer.json()["isError"] is True
+        assert "audit unavailable" in answer.json()["content"][0]["text"] and called == []

@@ -9,7 +9,8 @@
                                    points do). Answer: the MCP result `{"content": [...], "isError": false}`
                                    (plus `structuredContent` for a JSON object result). Status 200 when the call
                                    ran (even if the tool reported an error), 404 for an unknown tool, 422 for
-                                   arguments the router refused, 403 for any other refusal (policy, audit).
+                                   arguments the router refused, 503 when the audit cannot record the call,
+                                   403 for any other refusal (a policy gate).
 
 Safe by default:
 - a loopback host (127.0.0.0/8, ::1, localhost) is the default bind; on any other address the server refuses to
@@ -29,7 +30,6 @@ import contextlib
 import dataclasses
 import hmac
 import ipaddress
-import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -58,14 +58,13 @@ from .router import Router
 from .serve_catalog import TARGETS, ServedCatalog
 from .serve_mcp import MAX_CALLS, call_result, mcp_server
 
-logger = logging.getLogger(__name__)
 TOKEN_ENV = "TOOLC_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
 MAX_BODY = 1024 * 1024
 MAX_CONNECTIONS = 64
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-_REFUSED_STATUS = {"validation": 422, "unknown": 404}
+_REFUSED_STATUS = {"validation": 422, "unknown": 404, "audit": 503}
 
 
 class ServeError(RouterError):
