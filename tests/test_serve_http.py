@@ -270,3 +270,21 @@ async def test_a_call_the_audit_cannot_record_is_refused(tmp_path: Path) -> None
             answer = await http.post("/tools/echo/call", json={"text": "x"})
         assert answer.status_code == 503 and answer.json()["isError"] is True
         assert "audit unavailable" in answer.json()["content"][0]["text"] and called == []
+
+
+def test_a_loopback_app_accepts_its_own_address_and_no_other_host(project: Path) -> None:
+    from starlette.testclient import TestClient
+
+    with load_router(project.parent / "out" / "python"):
+        from toolc_router import MemoryAuditSink, Router
+        from toolc_router.serve_catalog import ServedCatalog
+        from toolc_router.serve_http import create_app
+
+        router = Router(audit_sink=MemoryAuditSink(), environ={})
+        catalog = ServedCatalog(schemas_dir=project.parent / "out" / "schemas")
+        app = create_app(router, catalog=catalog, host="127.0.0.2")
+        with TestClient(app, base_url="http://127.0.0.2:8765") as http:
+            assert http.get("/tools?provider=anthropic").status_code == 200
+            assert http.get("/tools?provider=anthropic", headers={"Host": "evil.example:8765"}).status_code == 421
+            evil = {"Origin": "http://evil.example"}
+            assert http.get("/tools?provider=anthropic", headers=evil).status_code == 403

@@ -94,12 +94,14 @@ def bearer_token(host: str, environ: Mapping[str, str]) -> str | None:
     return token
 
 
-def loopback_security() -> TransportSecuritySettings:
+def loopback_security(host: str = DEFAULT_HOST) -> TransportSecuritySettings:
+    """Host and Origin must name this loopback server (DNS rebinding): the usual names and the bound address."""
+    bound = f"[{host.strip('[]')}]" if ":" in host else host
+    names = sorted({"127.0.0.1", "localhost", "[::1]", bound})
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1", "http://127.0.0.1:*", "http://localhost", "http://localhost:*",
-                         "http://[::1]", "http://[::1]:*"],
+        allowed_hosts=[pattern for name in names for pattern in (name, f"{name}:*")],
+        allowed_origins=[pattern for name in names for pattern in (f"http://{name}", f"http://{name}:*")],
     )
 
 
@@ -145,7 +147,7 @@ def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: st
     """The ASGI app. `host` is the address it will be bound to (loopback: Host/Origin checks); `token`, when given,
     is required on every request. Use `serve_http` to run it with the startup checks."""
     served = catalog or ServedCatalog()
-    security = loopback_security() if is_loopback(host) else None
+    security = loopback_security(host) if is_loopback(host) else None
     guard = TransportSecurityMiddleware(security)
     limiter = anyio.CapacityLimiter(max_calls)  # shared by /mcp and /tools: at most max_calls calls in all
     base = context or router.default_context
