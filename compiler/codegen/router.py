@@ -19,6 +19,7 @@ from compiler.codegen.env import render
 from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
+from compiler.codegen.router_serve import serve_file
 from compiler.codegen.router_tables import (
     api_rows,
     overridden_url,
@@ -45,6 +46,10 @@ MODULES = (
     "providers.py",
     "redact.py",
     "router.py",
+    "serve.py",
+    "serve_catalog.py",
+    "serve_http.py",
+    "serve_mcp.py",
     "stubs.py",
     "telemetry.py",
     "validate.py",
@@ -84,6 +89,7 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
+        "targets": tuple(sorted(build.targets)),
     }
 
 
@@ -102,4 +108,5 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/py.typed"] = b""
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
+    files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
     return files
