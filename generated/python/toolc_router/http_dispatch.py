@@ -18,7 +18,11 @@ import httpx2
 
 from ._env import expand
 from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
+from .validate import json_problem
 from .wire import HttpRequest, build_request
+
+MAX_RESPONSE_DEPTH = 200
+"""Nesting of a JSON response read into `ToolResult.structured`; deeper stays text only."""
 
 
 def _credentials(api: HttpApiSpec, environ: Mapping[str, str]) -> dict[str, str]:
@@ -82,8 +86,10 @@ def response_result(response: httpx2.Response) -> ToolResult:
     if response.content and (media_type == "application/json" or media_type.endswith("+json")):
         try:
             structured = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             structured = None
+        if json_problem(structured, MAX_RESPONSE_DEPTH) is not None:
+            structured = None  # too deep to redact and audit safely, or NaN: the caller still gets the text
     content: list[Any] = [{"type": "text", "text": response.text}] if response.content else []
     is_error = response.status_code >= 400
     error = f"HTTP {response.status_code} {response.reason_phrase}" if is_error else None

@@ -103,7 +103,8 @@ class PolicyEngine:
 
     async def check(self, tool: ToolSpec | None, tool_id: str, context: InvocationContext) -> PolicyDecision:
         if tool is None:
-            return _deny("disabled", f"unknown tool {tool_id!r}")
+            shown = tool_id if len(tool_id) <= 200 else tool_id[:200] + "…"  # a made-up name can't flood the audit
+            return _deny("disabled", f"unknown tool {shown!r}")
         for gate in self._gates:
             try:
                 outcome = gate.check(tool, context)

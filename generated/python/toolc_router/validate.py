@@ -13,6 +13,10 @@ cached (jsonschema, in the dialect the schema declares, 2020-12 by default).
     unusable schema    a pattern Python cannot compile or a `$ref` that does not resolve refuses the call
                        (fail closed) rather than letting unchecked arguments through
 
+    plain JSON         before the schema: arguments nested deeper than `MAX_DEPTH` (a RecursionError later, or a
+                       traceback) and non-finite numbers (`NaN`, `Infinity`, and `1e400`, which Python reads as
+                       infinity: JSON has no such values, and a serializer would send `null` or fail) are refused
+
 `problem(tool_id, arguments)` returns None when the arguments fit, else a message that names the first argument
 at fault by JSON pointer (`/page_size: 'ten' is not of type 'integer'`).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 from collections.abc import Mapping
@@ -37,6 +42,8 @@ SCHEMAS_FILE = Path(__file__).with_name("_schemas.json")
 _OPEN_KEYWORDS = ("additionalProperties", "unevaluatedProperties")
 _COMBINERS = ("allOf", "anyOf", "oneOf")
 _MAX_MESSAGE = 300
+MAX_DEPTH = 64
+"""Nesting (objects and arrays) allowed in a tool call's arguments; deeper is refused before anything reads it."""
 _HEADER = '{"format":1,'
 _SECTIONS = {'"defs":{': "defs", '"tools":{': "tools"}
 _KEY = json.JSONDecoder()
@@ -95,6 +102,23 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
+def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """None when `value` is plain JSON data within `max_depth`, else what is wrong and where (a JSON pointer).
+    Iterative, so no nesting can exhaust the stack."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return f"{_pointer(path) or '/'}: {node!r} is not a finite number"
+        children = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(
+            node, list | tuple) else ()
+        for key, child in children:
+            if isinstance(child, Mapping | list | tuple) and len(path) >= max_depth:
+                return f"{_pointer(path[:8])}/…: nested deeper than {max_depth} levels; refused"
+            stack.append((child, (*path, key)))
+    return None
+
+
 def _describe(error: ValidationError) -> str:
     where = _pointer(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, Mapping) and isinstance(
@@ -119,6 +143,9 @@ class ArgumentValidator:
     def problem(self, tool_id: str, arguments: Any) -> str | None:
         if not isinstance(arguments, Mapping):
             return f"/: arguments must be a JSON object, not {type(arguments).__name__}"
+        plain = json_problem(arguments)
+        if plain is not None:
+            return plain
         try:
             checker = self._checker(tool_id)
             unknown = [] if checker.open else [

@@ -21,10 +21,11 @@ import base64
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from ._types import AuthScheme, HttpArg, HttpSpec, RouterError
 
@@ -148,9 +149,32 @@ def expand_path(template: str, values: Mapping[str, str]) -> str:
 
     path = _TEMPLATE.sub(one, template)
     for segment in path.split("/"):
-        if unquote(segment) in (".", ".."):
+        if _dot_segment(segment):
             raise RouterError(f"path {path!r} has a dot segment: refused (it would reach another path)")
     return path
+
+
+_OVERLONG = re.compile(rb"\xc0\xaf|\xe0\x80\xaf|\xc1\x9c")
+"""Overlong UTF-8 for `/` and `\\`, which old decoders still turn into separators."""
+
+
+def _dot_segment(segment: str) -> bool:
+    """Whether `segment` is, or becomes after what servers and proxies do to paths, a `.` or `..` segment: decoding
+    (once, twice: a proxy decodes, then the application), `%2F` and `\\` as separators (nginx, IIS), overlong
+    UTF-8 separators, fullwidth dots (NFKC)."""
+    if _UNRESERVED.fullmatch(segment):  # the common case: nothing to decode, split or normalise
+        return segment in (".", "..")
+    text = segment
+    for _ in range(4):
+        raw = _OVERLONG.sub(b"/", unquote_to_bytes(text))
+        decoded = unicodedata.normalize("NFKC", raw.decode("utf-8", "replace"))
+        pieces = decoded.replace("\\", "/").split("/")
+        if any(piece in (".", "..") for piece in pieces) or text in (".", ".."):
+            return True
+        if decoded == text:
+            return False
+        text = decoded
+    return True  # still decoding after four rounds: nobody sends that by accident
 
 
 # --- query, form bodies -------------------------------------------------------------------------------------------
@@ -288,13 +312,24 @@ def attach_credentials(spec: HttpSpec, credentials: Mapping[str, str]) -> tuple[
 
 # --- the request --------------------------------------------------------------------------------------------------
 
+def loose_key(key: str) -> str:
+    """What some server may read a (decoded) key as: case-folded (ASP.NET), NFKC (fullwidth letters), without
+    control or format characters nor surrounding spaces, `.` and space as `_` (PHP), up to a `[` (`tenant[x]` is
+    `tenant` to many)."""
+    text = unicodedata.normalize("NFKC", key).casefold()
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    return "".join("_" if c in ". " else c for c in text).split("[", 1)[0]
+
+
 class _Keys:
     """Keys of one location: each owned key (a parameter's own name, a preset's, a credential's) belongs to exactly
-    one producer; a free key (an exploded object's property) may not be anybody's and may not repeat."""
+    one producer; a free key (an exploded object's property) may not be anybody's, nor read as anybody's by a
+    lenient server (`loose_key`), and may not repeat, even loosely."""
 
     def __init__(self, location: str, owners: Mapping[str, str]) -> None:
         self.location = location
         self.owners = owners
+        self.loose = {loose_key(key): owner for key, owner in owners.items()}
         self.free: set[str] = set()
 
     def check(self, key: str, owned: bool, producer: str) -> None:
@@ -302,14 +337,15 @@ class _Keys:
         owner = self.owners.get(fold)
         if owned and owner == producer:
             return
-        if owner is None and not owned:  # `tenant[x]` reads as the parameter `tenant` on many servers
-            owner = self.owners.get(fold.split("[", 1)[0])
+        loose = loose_key(fold)
+        if owner is None and not owned:
+            owner = self.loose.get(loose)
         if owner is not None:
             raise RouterError(f"argument {producer!r} would set {self.location} {fold!r}, which belongs to "
                               f"{owner}: refused")
-        if fold in self.free:
+        if loose in self.free:
             raise RouterError(f"argument {producer!r} would repeat {self.location} {fold!r}: refused")
-        self.free.add(fold)
+        self.free.add(loose)
 
 
 def _owners(spec: HttpSpec, presets: Mapping[str, Mapping[str, Any]], location: str) -> dict[str, str]:
@@ -423,7 +459,7 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
     elif base == "application/x-www-form-urlencoded":
         request.content = _urlencoded(_owners(spec, presets, "body"), fields, body).encode()
     elif base.startswith("multipart/"):
-        request.files = _multipart(fields, body)
+        request.files = _multipart(_owners(spec, presets, "body"), fields, body)
         request.content_type = None  # httpx2 writes multipart/form-data with its boundary
     elif isinstance(body, bytes):
         request.content = body
@@ -455,10 +491,13 @@ def _urlencoded(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]], bo
     return "&".join(f"{k}={v}" for k, v in pairs)
 
 
-def _multipart(fields: list[tuple[HttpArg, Any]],
+def _multipart(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]],
                body: Any) -> list[tuple[str, tuple[str | None, bytes, str]]]:
+    """Parts: like form fields, a part name belongs to one field or preset; names an exploded object adds are free
+    and may be nobody else's (a second `currency` part next to a pinned one)."""
     if not isinstance(body, Mapping):
         raise RouterError("a multipart body is an object of parts")
+    keys = _Keys("body", owners)
     args = {arg.wire_name: arg for arg, _ in fields}
     parts: list[tuple[str, tuple[str | None, bytes, str]]] = []
     for name, value in body.items():
@@ -467,11 +506,16 @@ def _multipart(fields: list[tuple[HttpArg, Any]],
         arg = args.get(name)
         if arg is not None and arg.style is not None and isinstance(value, Mapping | list | tuple):
             # An explicit `encoding.style` splits the value into parts named by it (`meta[k]`), as OAS 3.1 says
-            # for multipart and as Stripe's server reads it; without one the part is the value's JSON.
-            pairs = _deep(name, value, name) if arg.style == "deepObject" else \
-                [(unquote(key), unquote(text)) for key, text, _ in form_pairs(arg, value)]
-            parts.extend((key, (None, text.encode(), "text/plain")) for key, text in pairs)
+            # for multipart and as Stripe's server reads it; without one the part is the value's JSON. The
+            # style wins over the part's default `contentType` (the parts are plain text).
+            styled = HttpArg(arg.name, arg.wire_name, "body", style=arg.style, explode=arg.explode, kind=arg.kind)
+            pairs = [(key, text, True) for key, text in _deep(name, value, name)] if arg.style == "deepObject" \
+                else [(unquote(key), unquote(text), owned) for key, text, owned in form_pairs(styled, value)]
+            for key, text, owned in pairs:
+                keys.check(_pct(key.split("[", 1)[0] if owned else key), owned, arg.name)
+                parts.append((key, (None, text.encode(), "text/plain")))
             continue
+        keys.check(_pct(name), arg is not None, arg.name if arg is not None else "the request body")
         content_type = (arg.content_type if arg else None) or "text/plain"
         base = content_type.split(";", 1)[0].strip().lower()
         filename = name if base == "application/octet-stream" else None
