@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -22,10 +23,14 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from compiler.config import OpenApiConfig
+from compiler.config import OpenApiConfig, RecordingConfig, ServerConfig
+from compiler.diagnostics import Diagnostics
+from compiler.ir import Catalog, RiskLevel
 from compiler.loading import load_document
+from compiler.policy import is_selected
+from compiler.sources.recording import read_recording
 from tests.servers.raw_http import RawRecorder, RawRequest, raw_http_server
-from tests.test_router_support import FIXTURES
+from tests.test_router_support import FIXTURES, load_router, make_build, write_router
 from tests.wire_support import audit_events, audited_as_refused, generated_router
 
 DOCUMENT = FIXTURES / "redteam" / "redteam.yaml"
@@ -177,6 +182,18 @@ class TestArgumentJson:
         assert [p for p in request.query_pairs if p[0] == "q"] == [("q", "fine")]
         h.refused(await h.openai("measure", '{"value": 1, "value": "one"}'), "/value")
 
+    @pytest.mark.parametrize(("text", "sent"), [('{"limit": 5.0}', "5"), ('{"limit": 1e2}', "100"),
+                                                ('{"limit": -0.0}', "0"), ('{"limit": 7}', "7")])
+    async def test_integral_floats_go_out_as_integers(self, h: Harness, text: str, sent: str) -> None:
+        # Found and fixed: JSON Schema's `integer` admits 5.0, so the validator passed it, and it went out as
+        # `limit=5.0` (and `5.0` in JSON bodies), which typed servers refuse for an int.
+        request = h.one(await h.openai("search", text))
+        assert [p for p in request.query_pairs if p[0] == "limit"] == [("limit", sent)]
+
+    async def test_integral_floats_in_json_bodies(self, h: Harness) -> None:
+        request = h.one(await h.call("measure", {"value": 3.0, "tree": {"n": [1.0, 2.5, 2.0**60]}}))
+        assert request.body == b'{"value":3,"tree":{"n":[1,2.5,1.152921504606847e+18]}}'
+
     async def test_huge_integers_and_negative_zero(self, h: Harness) -> None:
         h.refused(await h.openai("search", '{"limit": ' + "9" * 5000 + "}"))
         request = h.one(await h.openai("search", '{"limit": -0}'))
@@ -276,6 +293,10 @@ class TestPathEncodings:
         ("a..b", "a..b"),
         ("100%", "100%25"),
         ("r\u00e9sum\u00e9", "r%C3%A9sum%C3%A9"),
+        ("//evil.example/x", "%2F%2Fevil.example%2Fx"),
+        ("http://evil.example/", "http%3A%2F%2Fevil.example%2F"),
+        ("@evil.example", "%40evil.example"),
+        ("a?api_key=x#", "a%3Fapi_key%3Dx%23"),
     ])
     async def test_other_values_stay_one_encoded_segment(self, h: Harness, name: str, segment: str) -> None:
         request = h.one(await h.call("getFile", {"name": name}))
@@ -415,3 +436,109 @@ class TestNames:
         result = await h.router.call_tool(tool_id, {"q": "x"}, context=h.context)
         h.refused(result, "unknown tool")
         assert result.denied_by == "disabled"
+
+
+# 10. Policy names ----------------------------------------------------------------------------------------------------
+
+HOSTILE_LISTING = {"server": "hostile", "tools_list_pages": [{"tools": [
+    {"name": name, "description": "Does things.", "inputSchema": {
+        "type": "object", "properties": {"text": {"type": "string"}, "n": {"type": "number"}}}}
+    for name in ("echo", "bulkDelete", "DELETE_ALL", "\uff44\uff45\uff4c\uff45\uff54\uff45_all", "d\u0435lete_everything",
+                 "purge data")]}]}
+TOKEN = "tok/en+9f3a=="
+HOSTILE_SERVER = ServerConfig(id="hostile", command=("hostile-mcp",), env={"API_TOKEN": "${HOSTILE_TOKEN}"},
+                              secrets=("API_TOKEN",))
+
+
+def hostile_catalog(diagnostics: Diagnostics) -> Catalog:
+    source, tools = read_recording(HOSTILE_LISTING, source_id="hostile", location="hostile.json",
+                                   diagnostics=diagnostics, config=HOSTILE_SERVER)
+    return Catalog(sources=(source,), tools=tuple(sorted(tools, key=lambda t: t.id)))
+
+
+def hostile_server(calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("hostile", version="1.0")
+
+    @server.tool(name="echo")
+    def echo(text: str = "", n: float = 0) -> str:
+        calls.append(("echo", {"text": text, "n": n}))
+        if text == "fail":
+            raise ValueError(f"upstream refused token {base64.b64encode(TOKEN.encode()).decode()}")
+        return f"{text} (sent with token={quote(TOKEN, safe='')}, \"{TOKEN}\")"
+
+    return server
+
+
+@pytest.fixture
+def mcp(tmp_path: Path) -> Iterator[tuple[Any, Any, list[tuple[str, dict[str, Any]]]]]:
+    catalog = hostile_catalog(Diagnostics())
+    build = make_build(catalog, servers=[HOSTILE_SERVER], policy={"deny_tools": ["*delete*"]})
+    with load_router(write_router(build, tmp_path / "gen")) as rt:
+        router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={"HOSTILE_TOKEN": TOKEN})
+        calls: list[tuple[str, dict[str, Any]]] = []
+        server = hostile_server(calls)
+        router.set_server_factory("hostile", lambda: server)
+        yield rt, router, calls
+
+
+class TestPolicyNames:
+    """Found and fixed: deny and admin patterns matched case-sensitively, but a server picks its tools' names, so
+    `*delete*` missed `bulkDelete`, `DELETE_ALL` and fullwidth `delete_all`; and a name outside the MCP charset
+    (a Cyrillic `e`) defeated both the keyword risk rules and every pattern. Now deny/admin patterns fold case and
+    NFKC, keywords read NFKC text, and an untrusted MCP tool with such a name is HIGH risk with a TC690 warning."""
+
+    @pytest.mark.parametrize("name", ["bulkDelete", "DELETE_ALL", "\uff44\uff45\uff4c\uff45\uff54\uff45_all"])
+    async def test_deny_patterns_fold_case_and_width(self, mcp: Any, name: str) -> None:
+        rt, router, calls = mcp
+        result = await router.call_tool(f"mcp:hostile:{name}", {}, context=rt.InvocationContext(**FROZEN))
+        assert result.denied_by == "disabled" and calls == []
+
+    def test_odd_names_are_high_risk_and_reported(self) -> None:
+        diagnostics = Diagnostics()
+        catalog = hostile_catalog(diagnostics)
+        odd = {d.tool for d in diagnostics if d.code == "TC690"}
+        assert odd == {"mcp:hostile:d\u0435lete_everything", "mcp:hostile:purge data",
+                       "mcp:hostile:\uff44\uff45\uff4c\uff45\uff54\uff45_all"}
+        for tool in catalog.tools:
+            assert (tool.risk >= RiskLevel.HIGH) is (tool.id in odd or "elete" in tool.name.lower()), tool.id
+        trusted = read_recording(HOSTILE_LISTING, source_id="hostile", location="hostile.json",
+                                 diagnostics=(quiet := Diagnostics()),
+                                 config=RecordingConfig(id="hostile", path="hostile.json", trusted=True))
+        assert not [d for d in quiet if d.code == "TC690"] and trusted[1]
+
+    def test_allow_patterns_stay_exact(self) -> None:
+        assert is_selected("bulkDelete", (), ("*delete*",)) is False
+        assert is_selected("Echo", ("echo",), ()) is False  # an allow list never widens by folding
+        assert is_selected("echo", ("echo",), ("*delete*",)) is True
+
+
+# 11. MCP tools -------------------------------------------------------------------------------------------------------
+
+class TestMcpSide:
+    """MCP tools go through the same checks: hostile argument JSON is refused before the server is called (found and
+    fixed with the HTTP side), and a server's secret comes back redacted in every form it echoes it (found and
+    fixed: percent-encoded and base64 forms were not redacted; the literal and JSON forms already were)."""
+
+    @pytest.mark.parametrize("arguments", ['{"n": NaN}', '{"n": 1e999}', '{"text": ' + "[" * 3000 + "]" * 3000 + "}",
+                                           '{"text": "x", "extra": 1}'])
+    async def test_hostile_arguments_never_reach_the_server(self, mcp: Any, arguments: str) -> None:
+        rt, router, calls = mcp
+        result = await router.call_openai_tool_call({"id": "m1", "function": {"name": "mcp:hostile:echo",
+                                                                             "arguments": arguments}},
+                                                    context=rt.InvocationContext(**FROZEN))
+        assert result.is_error and result.denied_by == "validation" and calls == []
+        assert [e.event_type for e in router.audit.events] == ["policy_decision", "policy_violation"]
+
+    async def test_echoed_secrets_are_redacted_in_every_form(self, mcp: Any) -> None:
+        rt, router, calls = mcp
+        context = rt.InvocationContext(**FROZEN)
+        ok = await router.call_tool("mcp:hostile:echo", {"text": "hi", "n": 2.0}, context=context)
+        failed = await router.call_tool("mcp:hostile:echo", {"text": "fail"}, context=context)
+        assert calls[0] == ("echo", {"text": "hi", "n": 2}) and not ok.is_error and failed.is_error
+        seen = json.dumps([ok.content, ok.structured, failed.content, failed.error,
+                           [dataclasses.asdict(e) for e in router.audit.events]], default=str)
+        assert "[REDACTED]" in seen
+        for form in (TOKEN, quote(TOKEN, safe=""), base64.b64encode(TOKEN.encode()).decode()):
+            assert form not in seen, form

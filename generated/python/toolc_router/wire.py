@@ -70,17 +70,29 @@ def scalar(value: Any, what: str) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise RouterError(f"{what}: {value!r} is not a JSON number")
-        return json.dumps(value)
+        return json.dumps(_whole(value))
     if value is None:
         return ""
     raise RouterError(f"{what}: a {type(value).__name__} where a single value belongs")
 
 
+def _whole(value: Any) -> Any:
+    """`5.0` as `5`: JSON Schema's `integer` admits it (so the validator did), typed servers (Go, Java, Rust)
+    refuse `5.0` for an int, and to JSON both are the same number. Beyond 2**53 a float is not exact: kept."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) <= 2**53 else value
+    if isinstance(value, Mapping):
+        return {key: _whole(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_whole(item) for item in value]
+    return value
+
+
 def to_json(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise RouterError(f"{what}: not JSON data ({exc})") from None
+        return json.dumps(_whole(value), allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RouterError(f"{what}: not JSON data ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 def _pct(text: str, reserved: bool = False) -> str:
