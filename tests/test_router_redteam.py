@@ -38,8 +38,9 @@ DOCUMENT = FIXTURES / "redteam" / "redteam.yaml"
 API_KEY = "sk+live/4f9a=2c7e"
 SESSION = "sess-77ab"
 BASIC = "svc-user:p@ss word/9"
+HEADER_KEY = "hk-5521-secret"
 ENVIRON = {"TOOLC_REDTEAM_QUERYKEY": API_KEY, "TOOLC_REDTEAM_SESSIONCOOKIE": SESSION,
-           "TOOLC_REDTEAM_BASICAUTH": BASIC}
+           "TOOLC_REDTEAM_BASICAUTH": BASIC, "TOOLC_REDTEAM_HEADERKEY": HEADER_KEY}
 PRESETS = {"upload": {"currency": "eur"}, "search": {"query": {"tenant": "acme"}}}
 FROZEN = {"mode": "execution", "project_id": "proj", "spec_frozen": True, "spec_hash": "sha256:abc"}
 
@@ -252,7 +253,8 @@ class TestKeyFolding:
     """Found and fixed: an exploded object's free query or cookie keys were compared with the credential's and the
     presets' keys byte for byte, so `API_KEY`, `Api_Key`, `api_key` in fullwidth letters, `api.key` (PHP reads it as
     `api_key`) or `SID` went out next to the real one; servers that fold case (ASP.NET) or Unicode, and take the
-    first of two values, then used the attacker's key. Withstood: exact and `[`-suffixed spellings."""
+    first of two values, then used the attacker's key; and parameters a document declares under such an alias of
+    a credential went out beside it. Withstood: exact and `[`-suffixed spellings."""
 
     @pytest.mark.parametrize("key", ["api_key", "API_KEY", "Api_Key", "\uff41\uff50\uff49_\uff4b\uff45\uff59", "api.key", "api key",
                                      "api_key\x00", " api_key", "TENANT", "Tenant[x]", "\uff54\uff45\uff4e\uff41\uff4e\uff54", "LIMIT"])
@@ -271,6 +273,17 @@ class TestKeyFolding:
         assert ("color", "red") in request.query_pairs and ("size%26x", "1") in request.query_pairs
         assert [p for p in request.query_pairs if p[0] == "tenant"] == [("tenant", "acme")]
         assert sorted(request.cookies) == [("sid", SESSION), ("theme", "dark")]
+
+    @pytest.mark.parametrize(("arguments", "where"), [({"API_KEY": "ATTACKER"}, "query"),
+                                                      ({"SID": "ATTACKER"}, "cookie"),
+                                                      ({"X_API_Key": "ATTACKER"}, "header")])
+    async def test_declared_parameters_aliasing_a_credential_are_refused(self, h: Harness, arguments: dict[str, str],
+                                                                         where: str) -> None:
+        # Found and fixed: a parameter the document declares as `API_KEY`, `SID` or `X_API_Key` went out next to
+        # the credential `api_key`, `sid`, `X-API-Key` (exact-match ownership only).
+        h.refused(await h.call("aliases", {**arguments, "note": "n"}), where)
+        result = await h.call("aliases", {"note": "n"})
+        assert not result.is_error and h.sent[0].headers("x-api-key") == [HEADER_KEY]
 
 
 # 4. Path values that become another path after decoding ------------------------------------------------------------
@@ -301,6 +314,25 @@ class TestPathEncodings:
     async def test_other_values_stay_one_encoded_segment(self, h: Harness, name: str, segment: str) -> None:
         request = h.one(await h.call("getFile", {"name": name}))
         assert request.raw_path == f"/files/{segment}"
+
+
+# 4b. Headers ----------------------------------------------------------------------------------------------------------
+
+class TestHeaders:
+    """Withstood: a parameter a hostile document declares under the credential's header name (in another case) is
+    refused at run time, and a `content`-typed header carries its JSON with CR/LF and non-ASCII escaped, as one
+    header."""
+
+    @pytest.mark.parametrize("value", ["ATTACKER", HEADER_KEY, ""])
+    async def test_an_argument_cannot_set_the_credential_header(self, h: Harness, value: str) -> None:
+        h.refused(await h.call("headers", {"x-api-key": value}), "credential")
+
+    async def test_content_typed_header_cannot_inject(self, h: Harness) -> None:
+        result = await h.call("headers", {"X-Filter": {"a": "x\r\nX-Evil: 1", "b": "\u00e9", "c": "\x00"}})
+        assert not result.is_error, result.error
+        [request] = h.sent
+        assert request.headers("x-filter") == ['{"a":"x\\r\\nX-Evil: 1","b":"\\u00e9","c":"\\u0000"}']
+        assert request.headers("x-api-key") == [HEADER_KEY] and "x-evil" not in request.header_names
 
 
 # 5. Multipart parts --------------------------------------------------------------------------------------------------

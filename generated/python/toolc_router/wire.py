@@ -40,6 +40,9 @@ _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "co
                               "trailer", "keep-alive", "proxy-authorization", "content-type"})
 """Headers the HTTP layer owns: an argument naming one is refused (a hostile document could declare them)."""
 _MAX_DEPTH = 32
+CREDENTIAL = "a credential"
+PRESET = "the preset "
+"""Owners of keys that every request carries (`_Keys`)."""
 
 
 @dataclass(slots=True)
@@ -336,20 +339,32 @@ def loose_key(key: str) -> str:
 class _Keys:
     """Keys of one location: each owned key (a parameter's own name, a preset's, a credential's) belongs to exactly
     one producer; a free key (an exploded object's property) may not be anybody's, nor read as anybody's by a
-    lenient server (`loose_key`), and may not repeat, even loosely."""
+    lenient server (`loose_key`), and may not repeat, even loosely. A parameter the document declares under a
+    name a lenient server reads as a credential's or a preset's (`SID` next to the cookie `sid`, a header
+    `X_API_Key`, which CGI and WSGI read as `X-API-Key`) is refused too: those are always sent."""
 
     def __init__(self, location: str, owners: Mapping[str, str]) -> None:
         self.location = location
         self.owners = owners
-        self.loose = {loose_key(key): owner for key, owner in owners.items()}
+        self.loose = {self._loosen(key): owner for key, owner in owners.items()}
+        self.fixed = {self._loosen(key): owner for key, owner in owners.items()
+                      if owner == CREDENTIAL or owner.startswith(PRESET)}
         self.free: set[str] = set()
+
+    def _loosen(self, key: str) -> str:
+        loose = loose_key(key)
+        return loose.replace("-", "_") if self.location == "header" else loose
 
     def check(self, key: str, owned: bool, producer: str) -> None:
         fold = key.lower() if self.location == "header" else unquote(key)
         owner = self.owners.get(fold)
+        loose = self._loosen(fold)
         if owned and owner == producer:
-            return
-        loose = loose_key(fold)
+            fixed = self.fixed.get(loose, producer)
+            if fixed == producer:
+                return
+            raise RouterError(f"argument {producer!r} would set {self.location} {fold!r}, which a server may read "
+                              f"as the key of {fixed}: refused")
         if owner is None and not owned:
             owner = self.loose.get(loose)
         if owner is not None:
@@ -367,8 +382,8 @@ def _owners(spec: HttpSpec, presets: Mapping[str, Mapping[str, Any]], location: 
     owners = {fold(arg.wire_name): arg.name for arg in spec.arguments if arg.location == location}
     if location == "body":
         owners = {arg.wire_name: arg.name for arg in spec.arguments if arg.location == "body" and not arg.whole_body}
-    owners.update({fold(key): f"the preset {location} {key!r}" for key in presets.get(location, {})})
-    owners.update({key: "a credential" for key in credential_keys(spec)[location]})
+    owners.update({fold(key): f"{PRESET}{location} {key!r}" for key in presets.get(location, {})})
+    owners.update({key: CREDENTIAL for key in credential_keys(spec)[location]})
     return owners
 
 
@@ -389,7 +404,7 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
             raise RouterError(f"preset location {location!r} is not one of {', '.join(LOCATIONS)}")
         for wire_name, value in values.items():
             known = next((a for a in spec.arguments if a.location == location and a.wire_name == wire_name), None)
-            preset_arg = HttpArg(f"the preset {location} {wire_name!r}", wire_name, location,
+            preset_arg = HttpArg(f"{PRESET}{location} {wire_name!r}", wire_name, location,
                                  style=known.style if known else None, explode=known.explode if known else None,
                                  whole_body=known.whole_body if known else False,
                                  content_type=known.content_type if known else None,
