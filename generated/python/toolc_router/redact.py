@@ -15,6 +15,7 @@ line and paragraph separators and bidi controls become `\\uXXXX` escapes.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import unicodedata
@@ -32,15 +33,19 @@ _INERT_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 def secret_values(names: Iterable[str], environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> list[str]:
     """The secrets to hide, longest first (so a secret inside another is never half-replaced)."""
+    return list(_secrets(tuple(value for value in (*(environ.get(name) for name in names), *extra) if value)))
+
+
+@functools.lru_cache(maxsize=64)
+def _secrets(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Cached: the environment rarely changes between calls, and the encoded forms cost more than a call's budget."""
     found: set[str] = set()
-    for value in (*(environ.get(name) for name in names), *extra):
-        if not value:
-            continue
+    for value in values:
         for piece in (value, *_LINE_BREAK.split(value)):
             piece = piece.strip()
             if len(piece) >= MIN_SECRET_LENGTH:
                 found.update(_wire_forms(piece))
-    return sorted(found, key=lambda s: (-len(s), s))
+    return tuple(sorted(found, key=lambda s: (-len(s), s)))
 
 
 def _wire_forms(secret: str) -> set[str]:

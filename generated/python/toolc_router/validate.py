@@ -43,6 +43,7 @@ _OPEN_KEYWORDS = ("additionalProperties", "unevaluatedProperties")
 _COMBINERS = ("allOf", "anyOf", "oneOf")
 _MAX_MESSAGE = 300
 MAX_DEPTH = 64
+_LEAVES = frozenset({str, int, bool, type(None)})
 """Nesting (objects and arrays) allowed in a tool call's arguments; deeper is refused before anything reads it."""
 _HEADER = '{"format":1,'
 _SECTIONS = {'"defs":{': "defs", '"tools":{': "tools"}
@@ -104,19 +105,35 @@ def _pointer(path: Any) -> str:
 
 def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     """None when `value` is plain JSON data within `max_depth`, else what is wrong and where (a JSON pointer).
-    Iterative, so no nesting can exhaust the stack."""
+    Iterative, so no nesting can exhaust the stack; the pointer is worked out only when something is wrong."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        for child in node.values() if isinstance(node, Mapping) else node:
+            if type(child) in _LEAVES:  # the common case, without the slower ABC check below
+                continue
+            if isinstance(child, Mapping | list | tuple):
+                if depth >= max_depth:
+                    return _where(value, max_depth)
+                stack.append((child, depth + 1))
+            elif isinstance(child, float) and not math.isfinite(child):
+                return _where(value, max_depth)
+    return None
+
+
+def _where(value: Any, max_depth: int) -> str:
+    """The message for the first fault `json_problem` finds in `value` (the slow path, with pointers)."""
     stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, float) and not math.isfinite(node):
-            return f"{_pointer(path) or '/'}: {node!r} is not a finite number"
-        children = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(
-            node, list | tuple) else ()
-        for key, child in children:
-            if isinstance(child, Mapping | list | tuple) and len(path) >= max_depth:
-                return f"{_pointer(path[:8])}/…: nested deeper than {max_depth} levels; refused"
-            stack.append((child, (*path, key)))
-    return None
+        for key, child in node.items() if isinstance(node, Mapping) else enumerate(node):
+            if isinstance(child, Mapping | list | tuple):
+                if len(path) >= max_depth:
+                    return f"{_pointer(path[:8])}/…: nested deeper than {max_depth} levels; refused"
+                stack.append((child, (*path, key)))
+            elif isinstance(child, float) and not math.isfinite(child):
+                return f"{_pointer((*path, key))}: {child!r} is not a finite number"
+    return "/: not plain JSON data"
 
 
 def _describe(error: ValidationError) -> str:
