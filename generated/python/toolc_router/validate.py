@@ -106,6 +106,8 @@ def _pointer(path: Any) -> str:
 def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     """None when `value` is plain JSON data within `max_depth`, else what is wrong and where (a JSON pointer).
     Iterative, so no nesting can exhaust the stack; the pointer is worked out only when something is wrong."""
+    if not isinstance(value, Mapping | list | tuple):
+        return f"/: {value!r} is not a finite number" if isinstance(value, float) and not math.isfinite(value) else None
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
