@@ -19,9 +19,12 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+import unicodedata
 from urllib.parse import quote, unquote
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from compiler.config import OpenApiConfig, RecordingConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
@@ -254,14 +257,16 @@ class TestKeyFolding:
     presets' keys byte for byte, so `API_KEY`, `Api_Key`, `api_key` in fullwidth letters, `api.key` (PHP reads it as
     `api_key`) or `SID` went out next to the real one; servers that fold case (ASP.NET) or Unicode, and take the
     first of two values, then used the attacker's key; and parameters a document declares under such an alias of
-    a credential went out beside it. Withstood: exact and `[`-suffixed spellings."""
+    a credential went out beside it; and the property test below found `?sid=` next to the cookie credential
+    `sid` (ASP.NET's `Request[name]` reads query, form and cookies as one bag, query first), so a credential's
+    key in any location is refused as a free key in every other. Withstood: exact and `[`-suffixed spellings."""
 
     @pytest.mark.parametrize("key", ["api_key", "API_KEY", "Api_Key", "\uff41\uff50\uff49_\uff4b\uff45\uff59", "api.key", "api key",
-                                     "api_key\x00", " api_key", "TENANT", "Tenant[x]", "\uff54\uff45\uff4e\uff41\uff4e\uff54", "LIMIT"])
+                                     "api_key\x00", " api_key", "TENANT", "Tenant[x]", "sid", "SID", "\uff54\uff45\uff4e\uff41\uff4e\uff54", "LIMIT"])
     async def test_query_keys_folding_onto_owned_ones_are_refused(self, h: Harness, key: str) -> None:
         h.refused(await h.call("search", {"filter": {key: "ATTACKER"}}), "refused")
 
-    @pytest.mark.parametrize("key", ["sid", "SID", "Sid", "\uff53\uff49\uff44"])
+    @pytest.mark.parametrize("key", ["sid", "SID", "Sid", "\uff53\uff49\uff44", "api_key", "API_KEY"])
     async def test_cookie_names_folding_onto_the_credential_are_refused(self, h: Harness, key: str) -> None:
         h.refused(await h.call("search", {"prefs": {key: "ATTACKER"}}))
 
@@ -574,3 +579,81 @@ class TestMcpSide:
         assert "[REDACTED]" in seen
         for form in (TOKEN, quote(TOKEN, safe=""), base64.b64encode(TOKEN.encode()).decode()):
             assert form not in seen, form
+
+
+# 12. Properties ------------------------------------------------------------------------------------------------------
+
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+PATHY = st.lists(st.sampled_from(list("./\\%25eEfFcCaA0\uff0e\uff0f\u2024") + ["%2e", "%2F", "%5c", "%c0%af", "%25"]),
+                 max_size=10).map("".join)
+KEYISH = st.lists(st.sampled_from(list("apiAPI_kKeEyYsSdDtTnN.[] \x00\u0131\uff41") + ["api_key", "sid", "tenant"]),
+                  min_size=1, max_size=9).map("".join)
+OWNED = {"api_key", "tenant", "limit", "sid", "filter", "prefs"}
+
+
+def _reads_as_dot_segment(segment: str) -> bool:
+    """The oracle: what a chain of lenient decoders (a proxy, then the application) may make of one segment."""
+    text = segment
+    for _ in range(5):
+        for form in (text, unicodedata.normalize("NFKC", text)):
+            if {".", ".."} & set(form.replace("\\", "/").split("/")):
+                return True
+        text = unquote(text)
+    return False
+
+
+def _loosely(key: str) -> str:
+    text = unicodedata.normalize("NFKC", key).casefold()
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    return text.replace(".", "_").replace(" ", "_").split("[")[0]
+
+
+def _sync_call(rt: Any, operation: str, arguments: dict[str, Any]) -> Any:
+    async def run() -> Any:
+        router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=ENVIRON)
+        try:
+            return await router.call_tool(f"openapi:redteam:{operation}", arguments,
+                                          context=rt.InvocationContext(**FROZEN))
+        finally:
+            await router.aclose()
+
+    return asyncio.run(run())
+
+
+class TestProperties:
+    """For random hostile path values and object keys: either nothing is sent, or the path is one segment that no
+    chain of decoders reads as a dot segment, and no query key or cookie name is loosely another's."""
+
+    @SETTINGS
+    @given(name=PATHY)
+    def test_path_values_never_read_as_dot_segments(self, rt: Any, servers: tuple[RawRecorder, RawRecorder],
+                                                     name: str) -> None:
+        servers[0].clear()
+        result = _sync_call(rt, "getFile", {"name": name})
+        event("refused" if result.is_error else "sent")
+        if result.is_error:
+            assert servers[0].requests == []
+            return
+        [request] = servers[0].requests
+        assert request.path_segments[:2] == ["", "files"] and len(request.path_segments) == 3
+        assert not _reads_as_dot_segment(request.path_segments[2]) and request.path_segments[2]
+
+    @SETTINGS
+    @given(filter_=st.dictionaries(KEYISH, st.just("v"), max_size=3),
+           prefs=st.dictionaries(KEYISH, st.just("v"), max_size=2))
+    def test_free_keys_are_never_loosely_owned(self, rt: Any, servers: tuple[RawRecorder, RawRecorder],
+                                               filter_: dict[str, str], prefs: dict[str, str]) -> None:
+        servers[0].clear()
+        result = _sync_call(rt, "search", {"filter": filter_, "prefs": prefs})
+        event("refused" if result.is_error else "sent")
+        if result.is_error:
+            assert servers[0].requests == []
+            return
+        [request] = servers[0].requests
+        keys = [unquote(key) for key, _ in request.query_pairs]
+        assert sorted(k for k in keys if _loosely(k) in OWNED) == ["api_key", "tenant"]
+        assert len({_loosely(k) for k in keys}) == len(keys)
+        names = [name for name, _ in request.cookies]
+        assert [n for n in names if _loosely(n) in OWNED] == ["sid"]
+        assert len({_loosely(n) for n in names}) == len(names)

@@ -343,10 +343,15 @@ class _Keys:
     name a lenient server reads as a credential's or a preset's (`SID` next to the cookie `sid`, a header
     `X_API_Key`, which CGI and WSGI read as `X-API-Key`) is refused too: those are always sent."""
 
-    def __init__(self, location: str, owners: Mapping[str, str]) -> None:
+    def __init__(self, location: str, owners: Mapping[str, str], spec: HttpSpec | None = None) -> None:
         self.location = location
         self.owners = owners
-        self.loose = {self._loosen(key): owner for key, owner in owners.items()}
+        # A credential's key in another location counts too: some servers read query, form and cookies as one
+        # bag (ASP.NET `Request[name]` looks in the query first), so `?sid=` would stand in for the cookie `sid`.
+        elsewhere = credential_keys(spec) if spec is not None else {}
+        self.loose = {self._loosen(key): CREDENTIAL for where, keys in elsewhere.items() if where != "header"
+                      for key in keys}
+        self.loose.update({self._loosen(key): owner for key, owner in owners.items()})
         self.fixed = {self._loosen(key): owner for key, owner in owners.items()
                       if owner == CREDENTIAL or owner.startswith(PRESET)}
         self.free: set[str] = set()
@@ -413,9 +418,9 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
             given.append((preset_arg, value))
 
     path_values: dict[str, str] = {}
-    query = _Keys("query", _owners(spec, presets, "query"))
+    query = _Keys("query", _owners(spec, presets, "query"), spec)
     headers = _Keys("header", _owners(spec, presets, "header"))
-    cookies = _Keys("cookie", _owners(spec, presets, "cookie"))
+    cookies = _Keys("cookie", _owners(spec, presets, "cookie"), spec)
     request = HttpRequest(spec.method, "")
     query_pairs: list[tuple[str, str]] = []
     body_fields: list[tuple[HttpArg, Any]] = []
@@ -484,9 +489,9 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
             raise RouterError("a JSON Patch body is an array of operations")
         request.content = to_json(body, "request body").encode()
     elif base == "application/x-www-form-urlencoded":
-        request.content = _urlencoded(_owners(spec, presets, "body"), fields, body).encode()
+        request.content = _urlencoded(_Keys("body", _owners(spec, presets, "body"), spec), fields, body).encode()
     elif base.startswith("multipart/"):
-        request.files = _multipart(_owners(spec, presets, "body"), fields, body)
+        request.files = _multipart(_Keys("body", _owners(spec, presets, "body"), spec), fields, body)
         request.content_type = None  # httpx2 writes multipart/form-data with its boundary
     elif isinstance(body, bytes):
         request.content = body
@@ -498,10 +503,9 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
         raise RouterError(f"a {type(body).__name__} body can't be sent as {media}")
 
 
-def _urlencoded(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]], body: Any) -> str:
+def _urlencoded(keys: _Keys, fields: list[tuple[HttpArg, Any]], body: Any) -> str:
     if not isinstance(body, Mapping):
         raise RouterError("a form body is an object of fields")
-    keys = _Keys("body", owners)
     args = {arg.wire_name: arg for arg, _ in fields}
     pairs: list[tuple[str, str]] = []
     for wire_name, value in body.items():
@@ -518,13 +522,12 @@ def _urlencoded(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]], bo
     return "&".join(f"{k}={v}" for k, v in pairs)
 
 
-def _multipart(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]],
+def _multipart(keys: _Keys, fields: list[tuple[HttpArg, Any]],
                body: Any) -> list[tuple[str, tuple[str | None, bytes, str]]]:
     """Parts: like form fields, a part name belongs to one field or preset; names an exploded object adds are free
     and may be nobody else's (a second `currency` part next to a pinned one)."""
     if not isinstance(body, Mapping):
         raise RouterError("a multipart body is an object of parts")
-    keys = _Keys("body", owners)
     args = {arg.wire_name: arg for arg, _ in fields}
     parts: list[tuple[str, tuple[str | None, bytes, str]]] = []
     for name, value in body.items():
