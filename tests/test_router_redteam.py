@@ -657,3 +657,21 @@ class TestProperties:
         names = [name for name, _ in request.cookies]
         assert [n for n in names if _loosely(n) in OWNED] == ["sid"]
         assert len({_loosely(n) for n in names}) == len(names)
+
+
+class TestStatelessClient:
+    """Found and fixed: the HTTP client kept a cookie jar, so a server's `Set-Cookie: sid=ATTACKER` rode along on
+    every later call to that host whose binding sends no cookie of its own. Now no cookie is kept: each request
+    carries exactly what its binding allows, whatever an earlier response said."""
+
+    async def test_set_cookie_is_not_replayed(self, h: Harness) -> None:
+        h.reset()
+        h.primary.respond = lambda request: response(200, b"{}", "Set-Cookie: sid=ATTACKER; Path=/",
+                                                     "Set-Cookie: tracker=1; Path=/")
+        assert not (await h.router.call_tool("openapi:redteam:echo", {"q": "a"}, context=h.context)).is_error
+        h.primary.respond = None
+        assert not (await h.router.call_tool("openapi:redteam:headers", {}, context=h.context)).is_error
+        assert not (await h.router.call_tool("openapi:redteam:echo", {"q": "b"}, context=h.context)).is_error
+        first, second, third = h.primary.requests
+        assert second.headers("cookie") == []
+        assert third.cookies == [("sid", SESSION)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx2
@@ -21,6 +22,7 @@ from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
 from .validate import json_problem
 from .wire import HttpRequest, build_request
 
+_NO_COOKIES = DefaultCookiePolicy(allowed_domains=[])
 MAX_RESPONSE_DEPTH = 200
 """Nesting of a JSON response read into `ToolResult.structured`; deeper stays text only."""
 
@@ -60,7 +62,9 @@ class HttpDispatcher:
         request = self.request_for(tool, arguments)
         api = self._apis[tool.source]
         if self._client is None:
-            self._client = httpx2.AsyncClient(follow_redirects=False)
+            # No redirects followed, no cookies kept: each request carries exactly what its binding allows, never
+            # a cookie an earlier response set (a server could plant `sid=ATTACKER` for every later call).
+            self._client = httpx2.AsyncClient(follow_redirects=False, cookies=CookieJar(_NO_COOKIES))
         semaphore = self._semaphores.setdefault(tool.source, asyncio.Semaphore(self._limit))
         headers = dict(request.headers)
         if request.cookies:
