@@ -672,6 +672,6 @@ class TestStatelessClient:
         h.primary.respond = None
         assert not (await h.router.call_tool("openapi:redteam:headers", {}, context=h.context)).is_error
         assert not (await h.router.call_tool("openapi:redteam:echo", {"q": "b"}, context=h.context)).is_error
-        first, second, third = h.primary.requests
+        _, second, third = h.primary.requests
         assert second.headers("cookie") == []
         assert third.cookies == [("sid", SESSION)]
