@@ -675,3 +675,32 @@ class TestStatelessClient:
         _, second, third = h.primary.requests
         assert second.headers("cookie") == []
         assert third.cookies == [("sid", SESSION)]
+
+
+class TestSlowServer:
+    """Found and fixed: the API's timeout bounded each read, not the call, so a server trickling its body one byte
+    at a time held the call (and one of the source's concurrency slots) for as long as it liked. Now the whole
+    exchange is bounded by the API's `timeout_ms` too."""
+
+    async def test_a_trickling_body_cannot_hold_the_call(self, h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+        tables = h.rt.router.HTTP_APIS
+        monkeypatch.setitem(tables, "redteam", dataclasses.replace(tables["redteam"], timeout_ms=400))
+        stop = threading.Event()
+
+        def trickle(request: RawRequest) -> Iterator[bytes]:
+            yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            for _ in range(200):  # one byte per 50 ms: every read is answered long before its timeout
+                if stop.wait(0.05):
+                    return
+                yield b" "
+
+        h.reset()
+        h.primary.respond = trickle
+        router = h.rt.Router(audit_sink=h.rt.MemoryAuditSink(), environ=ENVIRON)
+        try:
+            result = await router.call_tool("openapi:redteam:slow", {}, context=h.context)
+        finally:
+            stop.set()
+            await router.aclose()
+        assert result.is_error and "Timeout" in (result.error or ""), result.error
+        assert len(h.primary.requests) == 1 and router.audit.events[-1].payload["status"] == "error"

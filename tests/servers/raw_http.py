@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import unquote
@@ -79,8 +79,9 @@ class RawRequest:
 class RawRecorder:
     url: str
     requests: list[RawRequest] = field(default_factory=list)
-    respond: Callable[[RawRequest], bytes] | None = None
-    """The whole raw response for a request (after it is recorded); None: `200` with a small JSON body."""
+    respond: Callable[[RawRequest], bytes | Iterable[bytes]] | None = None
+    """The whole raw response for a request (after it is recorded), or its chunks, each written and flushed as it
+    comes, then the connection closed (a slow server); None: `200` with a small JSON body."""
 
     def clear(self) -> None:
         self.requests.clear()
@@ -114,8 +115,15 @@ class _Handler(socketserver.StreamRequestHandler):
             recorder: RawRecorder = self.server.recorder  # type: ignore[attr-defined]
             recorder.requests.append(recorded)
             if recorder.respond is not None:
-                self.wfile.write(recorder.respond(recorded))
-                self.wfile.flush()
+                reply = recorder.respond(recorded)
+                try:
+                    for chunk in [reply] if isinstance(reply, bytes) else reply:  # chunks: a slow server
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except OSError:  # the client gave up
+                    return
+                if not isinstance(reply, bytes):
+                    return  # a streamed reply ends the connection (whatever its Content-Length promised)
                 continue
             payload = json.dumps({"ok": True, "path": recorded.raw_path}).encode()
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "

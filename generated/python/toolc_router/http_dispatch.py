@@ -72,10 +72,13 @@ class HttpDispatcher:
         if request.content_type is not None:
             headers["Content-Type"] = request.content_type
         async with semaphore:
-            response = await self._client.request(
-                request.method, request.url, headers=headers, content=request.content, files=request.files,
-                timeout=api.timeout_ms / 1000,
-            )
+            # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte at a
+            # time would otherwise hold the call, and a slot of the source, for as long as the server likes).
+            async with asyncio.timeout(api.timeout_ms / 1000):
+                response = await self._client.request(
+                    request.method, request.url, headers=headers, content=request.content, files=request.files,
+                    timeout=api.timeout_ms / 1000,
+                )
         return response_result(response)
 
     async def aclose(self) -> None:
