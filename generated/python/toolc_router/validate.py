@@ -11,7 +11,8 @@ cached (jsonschema, in the dialect the schema declares, 2020-12 by default).
     `format`           an annotation, never asserted: APIs use `date-time`, `uri`, `email`... loosely, and a
                        refusal the server would not make is worse than a value the server checks itself
     unusable schema    a pattern Python cannot compile or a `$ref` that does not resolve refuses the call
-                       (fail closed) rather than letting unchecked arguments through
+                       (fail closed) rather than letting unchecked arguments through; a `$ref` to a URL is
+                       never fetched (it does not resolve)
 
     plain JSON         before the schema: arguments nested deeper than `MAX_DEPTH` (a RecursionError later, or a
                        traceback) and non-finite numbers (`NaN`, `Infinity`, and `1e400`, which Python reads as
@@ -35,6 +36,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import Draft202012Validator, validator_for
+from referencing import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ _COMBINERS = ("allOf", "anyOf", "oneOf")
 _MAX_MESSAGE = 300
 MAX_DEPTH = 64
 _LEAVES = frozenset({str, int, bool, type(None)})
+_NO_REMOTE: Registry[Any] = Registry()
 """Nesting (objects and arrays) allowed in a tool call's arguments; deeper is refused before anything reads it."""
 _HEADER = '{"format":1,'
 _SECTIONS = {'"defs":{': "defs", '"tools":{': "tools"}
@@ -74,7 +77,10 @@ class _Checker:
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         cls: type[Validator] = validator_for(schema, default=Draft202012Validator)
-        self.validator = cls(schema)
+        # An empty registry: a `$ref` outside the schema is unresolvable (the call is refused), never fetched.
+        # jsonschema's default still retrieves `http(s)` references, so a server's schema could make the router
+        # send requests anywhere (to the cloud metadata address) each time it validates a call.
+        self.validator = cls(schema, registry=_NO_REMOTE)
         self.open = any(schema.get(key, False) is not False for key in _OPEN_KEYWORDS)
         self.declared = _declared(schema, schema, 0)
         patterns = schema.get("patternProperties")
