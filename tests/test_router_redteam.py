@@ -13,6 +13,7 @@ import base64
 import contextlib
 import copy
 import dataclasses
+import gzip
 import json
 import sqlite3
 import threading
@@ -751,3 +752,30 @@ def refs_server(calls: list[tuple[str, dict[str, Any]]]) -> Any:
         return "ok"
 
     return server
+
+
+class TestResponseSize:
+    """Found and fixed: the whole response was read into memory, decompressed, whatever its size: a 48 KB gzip
+    body that inflates to 48 MB (or 48 GB) went into the router's memory and the caller's result. Now the body is
+    read as a stream and refused past `MAX_RESPONSE_BYTES` (decoded), with the end audited as an error."""
+
+    async def test_a_gzip_bomb_is_cut_off(self, h: Harness) -> None:
+        bomb = gzip.compress(b"0" * (48 << 20), compresslevel=9)
+        h.reset()
+        h.primary.respond = lambda request: (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            + f"Content-Length: {len(bomb)}\r\n\r\n".encode() + bomb)
+        result = await h.router.call_tool("openapi:redteam:deep", {}, context=h.context)
+        assert result.is_error and "too large" in (result.error or ""), result.error
+        assert result.content == [] or len(json.dumps(result.content)) < 10_000
+        kinds = [kind for kind, _ in audit_events(h.database, result.invocation_id)]
+        assert kinds == ["policy_decision", "tool_invocation_start", "tool_invocation_end"]
+
+    async def test_an_ordinary_compressed_response_is_read(self, h: Harness) -> None:
+        body = gzip.compress(json.dumps({"items": list(range(1000))}).encode())
+        h.reset()
+        h.primary.respond = lambda request: (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        result = await h.router.call_tool("openapi:redteam:deep", {}, context=h.context)
+        assert not result.is_error and result.structured == {"items": list(range(1000))}

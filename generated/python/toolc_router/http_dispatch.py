@@ -23,6 +23,8 @@ from .validate import json_problem
 from .wire import HttpRequest, build_request
 
 _NO_COOKIES = DefaultCookiePolicy(allowed_domains=[])
+MAX_RESPONSE_BYTES = 32 << 20
+"""A response body (decoded) larger than this is refused: no tool result a model can read is that big."""
 MAX_RESPONSE_DEPTH = 200
 """Nesting of a JSON response read into `ToolResult.structured`; deeper stays text only."""
 
@@ -75,16 +77,36 @@ class HttpDispatcher:
             # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte at a
             # time would otherwise hold the call, and a slot of the source, for as long as the server likes).
             async with asyncio.timeout(api.timeout_ms / 1000):
-                response = await self._client.request(
+                outgoing = self._client.build_request(
                     request.method, request.url, headers=headers, content=request.content, files=request.files,
                     timeout=api.timeout_ms / 1000,
                 )
+                response = await read_capped(await self._client.send(outgoing, stream=True))
         return response_result(response)
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+async def read_capped(response: httpx2.Response) -> httpx2.Response:
+    """`response` with its body read, decoded, up to `MAX_RESPONSE_BYTES` (a gzip bomb stops here, not in memory);
+    RouterError past it. The stream is closed either way."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise RouterError(f"the response is too large (over {MAX_RESPONSE_BYTES >> 20} MiB decoded): refused")
+            chunks.append(chunk)
+    finally:
+        await response.aclose()
+    plain = [(key, value) for key, value in response.headers.multi_items()
+             if key.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx2.Response(response.status_code, headers=plain, content=b"".join(chunks), request=response.request,
+                           extensions=response.extensions)
 
 
 def response_result(response: httpx2.Response) -> ToolResult:
