@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from compiler.ir import Annotations, RiskLevel
@@ -50,6 +51,7 @@ METHOD_SIDE_EFFECTS: dict[str, tuple[str, ...]] = {
 }
 
 _WORD = re.compile(r"[a-z]+")
+_MCP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 NO_ANNOTATIONS = Annotations()
 
 
@@ -57,6 +59,7 @@ def _words(*texts: str) -> set[str]:
     """Split camelCase, snake_case, kebab-case and prose into lower-case words."""
     words: set[str] = set()
     for text in texts:
+        text = unicodedata.normalize("NFKC", text)  # fullwidth letters fold to ASCII ones
         spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
         words.update(_WORD.findall(spaced.lower()))
     return words
@@ -75,12 +78,23 @@ def infer_risk(
     *,
     trusted: bool = False,
 ) -> tuple[RiskLevel, tuple[str, ...]]:
-    """Return the tool's risk level and its sorted side-effect tags (annotations lower it only when `trusted`)."""
+    """Return the tool's risk level and its sorted side-effect tags (annotations lower it only when `trusted`).
+
+    An untrusted MCP tool whose name is outside the MCP name charset (`plain_name`) is at least HIGH: keywords
+    cannot be read from `delete_everything` spelled with a Cyrillic `e`, and deny patterns cannot match it."""
     if trusted:
         return _infer(name, description, annotations, http_method)
     plain_level, plain_effects = _infer(name, description, NO_ANNOTATIONS, http_method)
     hinted_level, hinted_effects = _infer(name, description, annotations, http_method)
-    return max(plain_level, hinted_level), tuple(sorted({*plain_effects, *hinted_effects}))
+    level = max(plain_level, hinted_level)
+    if http_method is None and not plain_name(name):
+        level = max(level, RiskLevel.HIGH)
+    return level, tuple(sorted({*plain_effects, *hinted_effects}))
+
+
+def plain_name(name: str) -> bool:
+    """Whether `name` keeps to the MCP tool-name charset (`[A-Za-z0-9_.-]`, 1 to 128 characters)."""
+    return _MCP_NAME.fullmatch(name) is not None
 
 
 def _infer(name: str, description: str, annotations: Annotations,
@@ -131,8 +145,16 @@ def _infer(name: str, description: str, annotations: Annotations,
 
 
 def is_selected(tool_name: str, allow: Iterable[str], deny: Iterable[str]) -> bool:
-    """Allow and deny lists of names or shell-style patterns; an empty allow list allows everything."""
+    """Allow and deny lists of names or shell-style patterns; an empty allow list allows everything. Deny patterns
+    also match case-folded NFKC forms (the server picks the names: `*delete*` covers `bulkDelete`), allow patterns
+    match exactly (the safe side of each), as in the generated router's policy."""
     allow = tuple(allow)
     if allow and not any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in allow):
         return False
-    return not any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in deny)
+    folded = _fold(tool_name)
+    return not any(fnmatch.fnmatchcase(tool_name, pattern) or fnmatch.fnmatchcase(folded, _fold(pattern))
+                   for pattern in deny)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()

@@ -274,15 +274,15 @@ class TestQueryAndCookieSmuggling:
 
 
 class TestPathTraversal:
-    @pytest.mark.parametrize("name", ["..", ".", ""])
+    # `../meta` and friends used to go out encoded (`..%2Fmeta`); a proxy that decodes `%2F` before normalising
+    # (nginx with a URI in `proxy_pass`) or an application that decodes twice reaches `/meta` with them, so they
+    # are refused too (tests/test_router_redteam.py::TestPathEncodings has the rest).
+    @pytest.mark.parametrize("name", ["..", ".", "", "../meta", "..%2Fmeta", "%2E%2E", "a/../../b"])
     async def test_dot_segments_and_empty_values_are_refused(self, wire: Wire, name: str) -> None:
         wire.refused(await wire.call("getFile", {"name": name}), "refused" if name else "empty")
 
     @pytest.mark.parametrize(("name", "segment"), [
-        ("../meta", "..%2Fmeta"),
-        ("..%2Fmeta", "..%252Fmeta"),
-        ("%2E%2E", "%252E%252E"),
-        ("a/../../b", "a%2F..%2F..%2Fb"),
+        ("a/b", "a%2Fb"),
         ("x?y#z", "x%3Fy%23z"),
         ("...", "..."),
     ])

@@ -18,13 +18,14 @@ from typing import Any
 from compiler.config import RecordingConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Annotations, McpBinding, Source, Tool
-from compiler.policy import infer_risk, is_selected
+from compiler.policy import infer_risk, is_selected, plain_name
 
 NOT_A_LISTING = "TC350"
 BAD_TOOL = "TC351"
 DUPLICATE_TOOL = "TC352"
 BAD_PAGE = "TC353"
 TOOL_DESELECTED = "TC354"
+ODD_TOOL_NAME = "TC690"
 
 _KNOWN_TOOL_FIELDS = frozenset({"name", "title", "description", "inputSchema", "outputSchema", "annotations"})
 _ANNOTATION_FIELDS = {
@@ -156,5 +157,9 @@ def read_recording(
             if config and not (config.enabled and is_selected(tool_name, config.allow_tools, config.deny_tools)):
                 diagnostics.info(TOOL_DESELECTED, "tool left out by allow_tools/deny_tools", source=location, tool=tool_id)
                 continue
+            if not plain_name(tool_name) and not (config and config.trusted):
+                diagnostics.warning(ODD_TOOL_NAME, f"tool name {tool_name[:80]!r} is outside the MCP name charset "
+                                    "[A-Za-z0-9_.-]: its risk is treated as high (its words can't be trusted, and "
+                                    "policy patterns may not match it)", source=location, tool=tool_id, pointer=pointer)
             tools.append(_tool_from_raw(raw, server, config))
     return Source(id=server, kind="mcp", location=location, info=info), tools

@@ -1,6 +1,7 @@
 """A loopback HTTP/1.1 server that records each request exactly as it arrived: the raw request line, the raw header
 lines (bytes, in order, duplicates kept) and the raw body bytes. No HTTP library parses anything on the way in, so
-what the tests assert is what reached the wire. Every request gets `200` and a small JSON body.
+what the tests assert is what reached the wire. Every request gets `200` and a small JSON body, unless the recorder
+has a `respond` function: then it answers (status line, header lines, body) as that function says (a hostile server).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import unquote
@@ -78,6 +79,9 @@ class RawRequest:
 class RawRecorder:
     url: str
     requests: list[RawRequest] = field(default_factory=list)
+    respond: Callable[[RawRequest], bytes | Iterable[bytes]] | None = None
+    """The whole raw response for a request (after it is recorded), or its chunks, each written and flushed as it
+    comes, then the connection closed (a slow server); None: `200` with a small JSON body."""
 
     def clear(self) -> None:
         self.requests.clear()
@@ -108,7 +112,19 @@ class _Handler(socketserver.StreamRequestHandler):
                 recorded.body = self.rfile.read(int(length[0]))
             elif recorded.headers("transfer-encoding"):
                 recorded.body = self._chunked()
-            self.server.recorder.requests.append(recorded)  # type: ignore[attr-defined]
+            recorder: RawRecorder = self.server.recorder  # type: ignore[attr-defined]
+            recorder.requests.append(recorded)
+            if recorder.respond is not None:
+                reply = recorder.respond(recorded)
+                try:
+                    for chunk in [reply] if isinstance(reply, bytes) else reply:  # chunks: a slow server
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except OSError:  # the client gave up
+                    return
+                if not isinstance(reply, bytes):
+                    return  # a streamed reply ends the connection (whatever its Content-Length promised)
+                continue
             payload = json.dumps({"ok": True, "path": recorded.raw_path}).encode()
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                              + str(len(payload)).encode() + b"\r\n\r\n" + payload)

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx2
 
 from ._env import expand
 from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
+from .validate import json_problem
 from .wire import HttpRequest, build_request
+
+_NO_COOKIES = DefaultCookiePolicy(allowed_domains=[])
+MAX_RESPONSE_BYTES = 32 << 20
+"""A response body (decoded) larger than this is refused: no tool result a model can read is that big."""
+MAX_RESPONSE_DEPTH = 200
+"""Nesting of a JSON response read into `ToolResult.structured`; deeper stays text only."""
 
 
 def _credentials(api: HttpApiSpec, environ: Mapping[str, str]) -> dict[str, str]:
@@ -56,7 +64,9 @@ class HttpDispatcher:
         request = self.request_for(tool, arguments)
         api = self._apis[tool.source]
         if self._client is None:
-            self._client = httpx2.AsyncClient(follow_redirects=False)
+            # No redirects followed, no cookies kept: each request carries exactly what its binding allows, never
+            # a cookie an earlier response set (a server could plant `sid=ATTACKER` for every later call).
+            self._client = httpx2.AsyncClient(follow_redirects=False, cookies=CookieJar(_NO_COOKIES))
         semaphore = self._semaphores.setdefault(tool.source, asyncio.Semaphore(self._limit))
         headers = dict(request.headers)
         if request.cookies:
@@ -64,10 +74,14 @@ class HttpDispatcher:
         if request.content_type is not None:
             headers["Content-Type"] = request.content_type
         async with semaphore:
-            response = await self._client.request(
-                request.method, request.url, headers=headers, content=request.content, files=request.files,
-                timeout=api.timeout_ms / 1000,
-            )
+            # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte at a
+            # time would otherwise hold the call, and a slot of the source, for as long as the server likes).
+            async with asyncio.timeout(api.timeout_ms / 1000):
+                outgoing = self._client.build_request(
+                    request.method, request.url, headers=headers, content=request.content, files=request.files,
+                    timeout=api.timeout_ms / 1000,
+                )
+                response = await read_capped(await self._client.send(outgoing, stream=True))
         return response_result(response)
 
     async def aclose(self) -> None:
@@ -76,14 +90,35 @@ class HttpDispatcher:
             self._client = None
 
 
+async def read_capped(response: httpx2.Response) -> httpx2.Response:
+    """`response` with its body read, decoded, up to `MAX_RESPONSE_BYTES` (a gzip bomb stops here, not in memory);
+    RouterError past it. The stream is closed either way."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise RouterError(f"the response is too large (over {MAX_RESPONSE_BYTES >> 20} MiB decoded): refused")
+            chunks.append(chunk)
+    finally:
+        await response.aclose()
+    plain = [(key, value) for key, value in response.headers.multi_items()
+             if key.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx2.Response(response.status_code, headers=plain, content=b"".join(chunks), request=response.request,
+                           extensions=response.extensions)
+
+
 def response_result(response: httpx2.Response) -> ToolResult:
     structured: Any | None = None
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if response.content and (media_type == "application/json" or media_type.endswith("+json")):
         try:
             structured = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             structured = None
+        if json_problem(structured, MAX_RESPONSE_DEPTH) is not None:
+            structured = None  # too deep to redact and audit safely, or NaN: the caller still gets the text
     content: list[Any] = [{"type": "text", "text": response.text}] if response.content else []
     is_error = response.status_code >= 400
     error = f"HTTP {response.status_code} {response.reason_phrase}" if is_error else None

@@ -7,7 +7,8 @@ denies the call.
 
 The allow, deny and admin lists match every name a tool has (`ToolSpec.names`): its id, its own name (MCP tool
 name or operationId), `{source}:{name}`, the operationId of a renamed duplicate (`deleteUser_2` answers to
-`deleteUser`) and every provider-facing name (`github__delete_repo`), so no spelling slips past a rule.
+`deleteUser`) and every provider-facing name (`github__delete_repo`), so no spelling slips past a rule. Deny and
+admin patterns also match regardless of case and Unicode compatibility forms; allow patterns match exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hmac
 import inspect
 import logging
 import os
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -46,9 +48,18 @@ class Gate:
     check: GateCheck
 
 
-def _matches(patterns: Iterable[str], tool: ToolSpec) -> bool:
+def _matches(patterns: Iterable[str], tool: ToolSpec, *, loose: bool = False) -> bool:
+    """Whether a pattern matches a name of `tool`; `loose` (deny and admin lists: the safe side) also compares
+    case-folded NFKC forms, since the server picks its tools' names: `*delete*` covers `bulkDelete`, `DELETE_ALL`
+    and fullwidth letters."""
     names = (tool.id, tool.name, *tool.aliases)
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names):
+        return True
+    return loose and any(fnmatch.fnmatchcase(_fold(name), _fold(pattern)) for pattern in patterns for name in names)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _deny(gate: str, reason: str) -> PolicyDecision:
@@ -97,13 +108,14 @@ class PolicyEngine:
         required = self._admin_cache.get(tool.id)
         if required is None:
             floor = self.policy.admin_min_risk
-            required = _matches(self.policy.admin_tools, tool) or (floor is not None and tool.risk >= floor)
+            required = _matches(self.policy.admin_tools, tool, loose=True) or (floor is not None and tool.risk >= floor)
             self._admin_cache[tool.id] = required
         return required
 
     async def check(self, tool: ToolSpec | None, tool_id: str, context: InvocationContext) -> PolicyDecision:
         if tool is None:
-            return _deny("disabled", f"unknown tool {tool_id!r}")
+            shown = tool_id if len(tool_id) <= 200 else tool_id[:200] + "…"  # a made-up name can't flood the audit
+            return _deny("disabled", f"unknown tool {shown!r}")
         for gate in self._gates:
             try:
                 outcome = gate.check(tool, context)
@@ -125,7 +137,7 @@ class PolicyEngine:
         enabled = self._enabled_cache.get(tool.id)
         if enabled is None:
             allow, deny = self.policy.allow_tools, self.policy.deny_tools
-            enabled = (not allow or _matches(allow, tool)) and not _matches(deny, tool)
+            enabled = (not allow or _matches(allow, tool)) and not _matches(deny, tool, loose=True)
             self._enabled_cache[tool.id] = enabled
         return ALLOWED if enabled else _deny("disabled", "tool is not allowed by the project policy")
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._tables import NAME_MAPS, TOOLS
 from ._types import InvocationContext, NameEntry, Shape, ToolResult
+from .validate import MAX_DEPTH, json_problem
 
 if TYPE_CHECKING:
     from .router import Router
@@ -37,14 +38,21 @@ def decode(raw: Any) -> tuple[dict[str, Any], str | None]:
     parsed = raw
     if isinstance(raw, str | bytes):
         try:
-            parsed = json.loads(raw)
+            parsed = json.loads(raw, parse_constant=_not_json)
         except json.JSONDecodeError as exc:
             return {}, f"/: arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         except ValueError as exc:
-            return {}, f"/: arguments are not valid JSON ({type(exc).__name__})"
+            return {}, f"/: arguments are not valid JSON ({exc})"
+        except RecursionError:
+            return {}, f"/: arguments are nested deeper than {MAX_DEPTH} levels; refused"
     if not isinstance(parsed, Mapping):
         return {}, f"/: arguments must be a JSON object, not {type(parsed).__name__}"
-    return dict(parsed), None
+    problem = json_problem(parsed)  # before the name map walks them: no nesting can exhaust the stack there
+    return ({}, problem) if problem is not None else (dict(parsed), None)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a finite number")
 
 
 def resolve(target: str, provider_name: str) -> NameEntry | None:

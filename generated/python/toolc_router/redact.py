@@ -2,35 +2,65 @@
 
 The secrets are the current values of the environment variables the router reads credentials from (`SECRET_ENV`
 in `_tables.py`: HTTP API credentials, MCP server env and headers, the admin token) plus the caller's admin token.
-A value with a line break also counts line by line, since a header or log line may carry one piece of it. Text is
+A value with a line break also counts line by line, since a header or log line may carry one piece of it. A secret
+also counts in each form the router puts it on the wire or a server may echo it in: percent-encoded (query and
+cookie credentials; `+` and `/` of a base64 key are encoded), base64 (HTTP basic) and JSON-escaped. Text is
 redacted first and only then cut, so no cut can leave part of a secret behind. Used for errors returned to the
 caller and for every audit row.
+
+`printable` makes text that came from outside (a tool name a model made up) inert in a log: control characters,
+line and paragraph separators and bidi controls become `\\uXXXX` escapes.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 PLACEHOLDER = "[REDACTED]"
 MIN_SECRET_LENGTH = 4
 """Shorter values are not redacted: replacing every `1` or `on` would corrupt text, not protect it."""
 MAX_TEXT = 2000
 _LINE_BREAK = re.compile(r"[\r\n]+")
+_INERT_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
 def secret_values(names: Iterable[str], environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> list[str]:
     """The secrets to hide, longest first (so a secret inside another is never half-replaced)."""
+    return list(_secrets(tuple(value for value in (*(environ.get(name) for name in names), *extra) if value)))
+
+
+@functools.lru_cache(maxsize=64)
+def _secrets(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Cached: the environment rarely changes between calls, and the encoded forms cost more than a call's budget."""
     found: set[str] = set()
-    for value in (*(environ.get(name) for name in names), *extra):
-        if not value:
-            continue
+    for value in values:
         for piece in (value, *_LINE_BREAK.split(value)):
             piece = piece.strip()
             if len(piece) >= MIN_SECRET_LENGTH:
-                found.add(piece)
-    return sorted(found, key=lambda s: (-len(s), s))
+                found.update(_wire_forms(piece))
+    return tuple(sorted(found, key=lambda s: (-len(s), s)))
+
+
+def _wire_forms(secret: str) -> set[str]:
+    """`secret` as sent or echoed: itself, percent-encoded (either case of hex digits), base64, JSON-escaped."""
+    encoded = quote(secret, safe="")
+    lower_hex = re.sub(r"%[0-9A-F]{2}", lambda match: match.group(0).lower(), encoded)
+    return {secret, encoded, lower_hex, quote(secret), quote_plus(secret), json.dumps(secret)[1:-1],
+            base64.b64encode(secret.encode()).decode()}
+
+
+def printable(text: str) -> str:
+    """`text` with every control, format (bidi) and separator character escaped as `\\uXXXX`."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in _INERT_CATEGORIES else c for c in text)
 
 
 def redact(text: str, secrets: Iterable[str], *, limit: int | None = MAX_TEXT) -> str:

@@ -44,12 +44,13 @@ from .audit_pg import configured_sink
 from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
-from .redact import redact, redact_data, secret_values
+from .redact import printable, redact, redact_data, secret_values
 from .validate import ArgumentValidator
 
 logger = logging.getLogger(__name__)
 PostProcessor = Callable[[ToolSpec, dict[str, Any], ToolResult], "ToolResult | Awaitable[ToolResult]"]
 AUDIT_DB_ENV = "TOOLC_AUDIT_DB"
+MAX_TOOL_ID = 300
 
 
 def mcp_result(result: CallToolResult) -> ToolResult:
@@ -162,6 +163,10 @@ class Router:
         try:
             result = await self._dispatch(tool, merged)
             result = await self._postprocess(tool, merged, result)
+        except asyncio.CancelledError:
+            # The caller gave up mid-call: the request may have reached the server, so the audit says so.
+            self._record_cancelled(invocation_id, tool_id, context, secrets, started)
+            raise
         except Exception as exc:
             logger.debug("call of %s failed", tool_id, exc_info=True)
             result = ToolResult.failure(f"{type(exc).__name__}: {exc}")
@@ -207,10 +212,24 @@ class Router:
 
     # Internals ---------------------------------------------------------------------------------------------
 
+    def _record_cancelled(self, invocation_id: str, tool_id: str, context: InvocationContext, secrets: list[str],
+                          started: float) -> None:
+        end = {"status": "cancelled", "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
+        event = self._event(INVOCATION_END, invocation_id, tool_id, context, secrets, end)
+        try:
+            # Synchronous on purpose: a cancelled task must not await again (the sinks' `emit` never defers a
+            # start, and an end event may ride the next commit).
+            self.audit.emit(event)
+        except Exception:
+            logger.debug("audit sink refused the cancelled end of %s", tool_id, exc_info=True)
+
     @staticmethod
     def _event(event_type: str, invocation_id: str, tool_id: str, context: InvocationContext, secrets: list[str],
                payload: dict[str, Any]) -> AuditEvent:
-        return AuditEvent(event_type, invocation_id, redact(tool_id, secrets), time.time(), context.task_id,
+        # The tool id may be a name a model made up: redacted, made inert (no control or bidi characters), then cut.
+        shown = printable(redact(tool_id, secrets, limit=None))
+        shown = shown if len(shown) <= MAX_TOOL_ID else shown[:MAX_TOOL_ID] + "…"
+        return AuditEvent(event_type, invocation_id, shown, time.time(), context.task_id,
                           context.project_id, context.mode, redact_data(payload, secrets))
 
     async def _record(self, events: list[AuditEvent]) -> None:

@@ -11,7 +11,12 @@ cached (jsonschema, in the dialect the schema declares, 2020-12 by default).
     `format`           an annotation, never asserted: APIs use `date-time`, `uri`, `email`... loosely, and a
                        refusal the server would not make is worse than a value the server checks itself
     unusable schema    a pattern Python cannot compile or a `$ref` that does not resolve refuses the call
-                       (fail closed) rather than letting unchecked arguments through
+                       (fail closed) rather than letting unchecked arguments through; a `$ref` to a URL is
+                       never fetched (it does not resolve)
+
+    plain JSON         before the schema: arguments nested deeper than `MAX_DEPTH` (a RecursionError later, or a
+                       traceback) and non-finite numbers (`NaN`, `Infinity`, and `1e400`, which Python reads as
+                       infinity: JSON has no such values, and a serializer would send `null` or fail) are refused
 
 `problem(tool_id, arguments)` returns None when the arguments fit, else a message that names the first argument
 at fault by JSON pointer (`/page_size: 'ten' is not of type 'integer'`).
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 from collections.abc import Mapping
@@ -30,6 +36,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import Draft202012Validator, validator_for
+from referencing import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +44,10 @@ SCHEMAS_FILE = Path(__file__).with_name("_schemas.json")
 _OPEN_KEYWORDS = ("additionalProperties", "unevaluatedProperties")
 _COMBINERS = ("allOf", "anyOf", "oneOf")
 _MAX_MESSAGE = 300
+MAX_DEPTH = 64
+_LEAVES = frozenset({str, int, bool, type(None)})
+_NO_REMOTE: Registry[Any] = Registry()
+"""Nesting (objects and arrays) allowed in a tool call's arguments; deeper is refused before anything reads it."""
 _HEADER = '{"format":1,'
 _SECTIONS = {'"defs":{': "defs", '"tools":{': "tools"}
 _KEY = json.JSONDecoder()
@@ -66,7 +77,10 @@ class _Checker:
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         cls: type[Validator] = validator_for(schema, default=Draft202012Validator)
-        self.validator = cls(schema)
+        # An empty registry: a `$ref` outside the schema is unresolvable (the call is refused), never fetched.
+        # jsonschema's default still retrieves `http(s)` references, so a server's schema could make the router
+        # send requests anywhere (to the cloud metadata address) each time it validates a call.
+        self.validator = cls(schema, registry=_NO_REMOTE)
         self.open = any(schema.get(key, False) is not False for key in _OPEN_KEYWORDS)
         self.declared = _declared(schema, schema, 0)
         patterns = schema.get("patternProperties")
@@ -95,6 +109,41 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
+def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """None when `value` is plain JSON data within `max_depth`, else what is wrong and where (a JSON pointer).
+    Iterative, so no nesting can exhaust the stack; the pointer is worked out only when something is wrong."""
+    if not isinstance(value, Mapping | list | tuple):
+        return f"/: {value!r} is not a finite number" if isinstance(value, float) and not math.isfinite(value) else None
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        for child in node.values() if isinstance(node, Mapping) else node:
+            if type(child) in _LEAVES:  # the common case, without the slower ABC check below
+                continue
+            if isinstance(child, Mapping | list | tuple):
+                if depth >= max_depth:
+                    return _where(value, max_depth)
+                stack.append((child, depth + 1))
+            elif isinstance(child, float) and not math.isfinite(child):
+                return _where(value, max_depth)
+    return None
+
+
+def _where(value: Any, max_depth: int) -> str:
+    """The message for the first fault `json_problem` finds in `value` (the slow path, with pointers)."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        for key, child in node.items() if isinstance(node, Mapping) else enumerate(node):
+            if isinstance(child, Mapping | list | tuple):
+                if len(path) >= max_depth:
+                    return f"{_pointer(path[:8])}/…: nested deeper than {max_depth} levels; refused"
+                stack.append((child, (*path, key)))
+            elif isinstance(child, float) and not math.isfinite(child):
+                return f"{_pointer((*path, key))}: {child!r} is not a finite number"
+    return "/: not plain JSON data"
+
+
 def _describe(error: ValidationError) -> str:
     where = _pointer(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, Mapping) and isinstance(
@@ -119,6 +168,9 @@ class ArgumentValidator:
     def problem(self, tool_id: str, arguments: Any) -> str | None:
         if not isinstance(arguments, Mapping):
             return f"/: arguments must be a JSON object, not {type(arguments).__name__}"
+        plain = json_problem(arguments)
+        if plain is not None:
+            return plain
         try:
             checker = self._checker(tool_id)
             unknown = [] if checker.open else [

@@ -21,10 +21,11 @@ import base64
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from ._types import AuthScheme, HttpArg, HttpSpec, RouterError
 
@@ -39,6 +40,9 @@ _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "co
                               "trailer", "keep-alive", "proxy-authorization", "content-type"})
 """Headers the HTTP layer owns: an argument naming one is refused (a hostile document could declare them)."""
 _MAX_DEPTH = 32
+CREDENTIAL = "a credential"
+PRESET = "the preset "
+"""Owners of keys that every request carries (`_Keys`)."""
 
 
 @dataclass(slots=True)
@@ -69,17 +73,29 @@ def scalar(value: Any, what: str) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise RouterError(f"{what}: {value!r} is not a JSON number")
-        return json.dumps(value)
+        return json.dumps(_whole(value))
     if value is None:
         return ""
     raise RouterError(f"{what}: a {type(value).__name__} where a single value belongs")
 
 
+def _whole(value: Any) -> Any:
+    """`5.0` as `5`: JSON Schema's `integer` admits it (so the validator did), typed servers (Go, Java, Rust)
+    refuse `5.0` for an int, and to JSON both are the same number. Beyond 2**53 a float is not exact: kept."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) <= 2**53 else value
+    if isinstance(value, Mapping):
+        return {key: _whole(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_whole(item) for item in value]
+    return value
+
+
 def to_json(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise RouterError(f"{what}: not JSON data ({exc})") from None
+        return json.dumps(_whole(value), allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RouterError(f"{what}: not JSON data ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 def _pct(text: str, reserved: bool = False) -> str:
@@ -148,9 +164,32 @@ def expand_path(template: str, values: Mapping[str, str]) -> str:
 
     path = _TEMPLATE.sub(one, template)
     for segment in path.split("/"):
-        if unquote(segment) in (".", ".."):
+        if _dot_segment(segment):
             raise RouterError(f"path {path!r} has a dot segment: refused (it would reach another path)")
     return path
+
+
+_OVERLONG = re.compile(rb"\xc0\xaf|\xe0\x80\xaf|\xc1\x9c")
+"""Overlong UTF-8 for `/` and `\\`, which old decoders still turn into separators."""
+
+
+def _dot_segment(segment: str) -> bool:
+    """Whether `segment` is, or becomes after what servers and proxies do to paths, a `.` or `..` segment: decoding
+    (once, twice: a proxy decodes, then the application), `%2F` and `\\` as separators (nginx, IIS), overlong
+    UTF-8 separators, fullwidth dots (NFKC)."""
+    if _UNRESERVED.fullmatch(segment):  # the common case: nothing to decode, split or normalise
+        return segment in (".", "..")
+    text = segment
+    for _ in range(4):
+        raw = _OVERLONG.sub(b"/", unquote_to_bytes(text))
+        decoded = unicodedata.normalize("NFKC", raw.decode("utf-8", "replace"))
+        pieces = decoded.replace("\\", "/").split("/")
+        if any(piece in (".", "..") for piece in pieces) or text in (".", ".."):
+            return True
+        if decoded == text:
+            return False
+        text = decoded
+    return True  # still decoding after four rounds: nobody sends that by accident
 
 
 # --- query, form bodies -------------------------------------------------------------------------------------------
@@ -288,28 +327,57 @@ def attach_credentials(spec: HttpSpec, credentials: Mapping[str, str]) -> tuple[
 
 # --- the request --------------------------------------------------------------------------------------------------
 
+def loose_key(key: str) -> str:
+    """What some server may read a (decoded) key as: case-folded (ASP.NET), NFKC (fullwidth letters), without
+    control or format characters nor surrounding spaces, `.` and space as `_` (PHP), up to a `[` (`tenant[x]` is
+    `tenant` to many)."""
+    text = unicodedata.normalize("NFKC", key).casefold()
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    return "".join("_" if c in ". " else c for c in text).split("[", 1)[0]
+
+
 class _Keys:
     """Keys of one location: each owned key (a parameter's own name, a preset's, a credential's) belongs to exactly
-    one producer; a free key (an exploded object's property) may not be anybody's and may not repeat."""
+    one producer; a free key (an exploded object's property) may not be anybody's, nor read as anybody's by a
+    lenient server (`loose_key`), and may not repeat, even loosely. A parameter the document declares under a
+    name a lenient server reads as a credential's or a preset's (`SID` next to the cookie `sid`, a header
+    `X_API_Key`, which CGI and WSGI read as `X-API-Key`) is refused too: those are always sent."""
 
-    def __init__(self, location: str, owners: Mapping[str, str]) -> None:
+    def __init__(self, location: str, owners: Mapping[str, str], spec: HttpSpec | None = None) -> None:
         self.location = location
         self.owners = owners
+        # A credential's key in another location counts too: some servers read query, form and cookies as one
+        # bag (ASP.NET `Request[name]` looks in the query first), so `?sid=` would stand in for the cookie `sid`.
+        elsewhere = credential_keys(spec) if spec is not None else {}
+        self.loose = {self._loosen(key): CREDENTIAL for where, keys in elsewhere.items() if where != "header"
+                      for key in keys}
+        self.loose.update({self._loosen(key): owner for key, owner in owners.items()})
+        self.fixed = {self._loosen(key): owner for key, owner in owners.items()
+                      if owner == CREDENTIAL or owner.startswith(PRESET)}
         self.free: set[str] = set()
+
+    def _loosen(self, key: str) -> str:
+        loose = loose_key(key)
+        return loose.replace("-", "_") if self.location == "header" else loose
 
     def check(self, key: str, owned: bool, producer: str) -> None:
         fold = key.lower() if self.location == "header" else unquote(key)
         owner = self.owners.get(fold)
+        loose = self._loosen(fold)
         if owned and owner == producer:
-            return
-        if owner is None and not owned:  # `tenant[x]` reads as the parameter `tenant` on many servers
-            owner = self.owners.get(fold.split("[", 1)[0])
+            fixed = self.fixed.get(loose, producer)
+            if fixed == producer:
+                return
+            raise RouterError(f"argument {producer!r} would set {self.location} {fold!r}, which a server may read "
+                              f"as the key of {fixed}: refused")
+        if owner is None and not owned:
+            owner = self.loose.get(loose)
         if owner is not None:
             raise RouterError(f"argument {producer!r} would set {self.location} {fold!r}, which belongs to "
                               f"{owner}: refused")
-        if fold in self.free:
+        if loose in self.free:
             raise RouterError(f"argument {producer!r} would repeat {self.location} {fold!r}: refused")
-        self.free.add(fold)
+        self.free.add(loose)
 
 
 def _owners(spec: HttpSpec, presets: Mapping[str, Mapping[str, Any]], location: str) -> dict[str, str]:
@@ -319,8 +387,8 @@ def _owners(spec: HttpSpec, presets: Mapping[str, Mapping[str, Any]], location: 
     owners = {fold(arg.wire_name): arg.name for arg in spec.arguments if arg.location == location}
     if location == "body":
         owners = {arg.wire_name: arg.name for arg in spec.arguments if arg.location == "body" and not arg.whole_body}
-    owners.update({fold(key): f"the preset {location} {key!r}" for key in presets.get(location, {})})
-    owners.update({key: "a credential" for key in credential_keys(spec)[location]})
+    owners.update({fold(key): f"{PRESET}{location} {key!r}" for key in presets.get(location, {})})
+    owners.update({key: CREDENTIAL for key in credential_keys(spec)[location]})
     return owners
 
 
@@ -341,7 +409,7 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
             raise RouterError(f"preset location {location!r} is not one of {', '.join(LOCATIONS)}")
         for wire_name, value in values.items():
             known = next((a for a in spec.arguments if a.location == location and a.wire_name == wire_name), None)
-            preset_arg = HttpArg(f"the preset {location} {wire_name!r}", wire_name, location,
+            preset_arg = HttpArg(f"{PRESET}{location} {wire_name!r}", wire_name, location,
                                  style=known.style if known else None, explode=known.explode if known else None,
                                  whole_body=known.whole_body if known else False,
                                  content_type=known.content_type if known else None,
@@ -350,9 +418,9 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
             given.append((preset_arg, value))
 
     path_values: dict[str, str] = {}
-    query = _Keys("query", _owners(spec, presets, "query"))
+    query = _Keys("query", _owners(spec, presets, "query"), spec)
     headers = _Keys("header", _owners(spec, presets, "header"))
-    cookies = _Keys("cookie", _owners(spec, presets, "cookie"))
+    cookies = _Keys("cookie", _owners(spec, presets, "cookie"), spec)
     request = HttpRequest(spec.method, "")
     query_pairs: list[tuple[str, str]] = []
     body_fields: list[tuple[HttpArg, Any]] = []
@@ -421,9 +489,9 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
             raise RouterError("a JSON Patch body is an array of operations")
         request.content = to_json(body, "request body").encode()
     elif base == "application/x-www-form-urlencoded":
-        request.content = _urlencoded(_owners(spec, presets, "body"), fields, body).encode()
+        request.content = _urlencoded(_Keys("body", _owners(spec, presets, "body"), spec), fields, body).encode()
     elif base.startswith("multipart/"):
-        request.files = _multipart(fields, body)
+        request.files = _multipart(_Keys("body", _owners(spec, presets, "body"), spec), fields, body)
         request.content_type = None  # httpx2 writes multipart/form-data with its boundary
     elif isinstance(body, bytes):
         request.content = body
@@ -435,10 +503,9 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
         raise RouterError(f"a {type(body).__name__} body can't be sent as {media}")
 
 
-def _urlencoded(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]], body: Any) -> str:
+def _urlencoded(keys: _Keys, fields: list[tuple[HttpArg, Any]], body: Any) -> str:
     if not isinstance(body, Mapping):
         raise RouterError("a form body is an object of fields")
-    keys = _Keys("body", owners)
     args = {arg.wire_name: arg for arg, _ in fields}
     pairs: list[tuple[str, str]] = []
     for wire_name, value in body.items():
@@ -455,8 +522,10 @@ def _urlencoded(owners: Mapping[str, str], fields: list[tuple[HttpArg, Any]], bo
     return "&".join(f"{k}={v}" for k, v in pairs)
 
 
-def _multipart(fields: list[tuple[HttpArg, Any]],
+def _multipart(keys: _Keys, fields: list[tuple[HttpArg, Any]],
                body: Any) -> list[tuple[str, tuple[str | None, bytes, str]]]:
+    """Parts: like form fields, a part name belongs to one field or preset; names an exploded object adds are free
+    and may be nobody else's (a second `currency` part next to a pinned one)."""
     if not isinstance(body, Mapping):
         raise RouterError("a multipart body is an object of parts")
     args = {arg.wire_name: arg for arg, _ in fields}
@@ -467,11 +536,16 @@ def _multipart(fields: list[tuple[HttpArg, Any]],
         arg = args.get(name)
         if arg is not None and arg.style is not None and isinstance(value, Mapping | list | tuple):
             # An explicit `encoding.style` splits the value into parts named by it (`meta[k]`), as OAS 3.1 says
-            # for multipart and as Stripe's server reads it; without one the part is the value's JSON.
-            pairs = _deep(name, value, name) if arg.style == "deepObject" else \
-                [(unquote(key), unquote(text)) for key, text, _ in form_pairs(arg, value)]
-            parts.extend((key, (None, text.encode(), "text/plain")) for key, text in pairs)
+            # for multipart and as Stripe's server reads it; without one the part is the value's JSON. The
+            # style wins over the part's default `contentType` (the parts are plain text).
+            styled = HttpArg(arg.name, arg.wire_name, "body", style=arg.style, explode=arg.explode, kind=arg.kind)
+            pairs = [(key, text, True) for key, text in _deep(name, value, name)] if arg.style == "deepObject" \
+                else [(unquote(key), unquote(text), owned) for key, text, owned in form_pairs(styled, value)]
+            for key, text, owned in pairs:
+                keys.check(_pct(key.split("[", 1)[0] if owned else key), owned, arg.name)
+                parts.append((key, (None, text.encode(), "text/plain")))
             continue
+        keys.check(_pct(name), arg is not None, arg.name if arg is not None else "the request body")
         content_type = (arg.content_type if arg else None) or "text/plain"
         base = content_type.split(";", 1)[0].strip().lower()
         filename = name if base == "application/octet-stream" else None
