@@ -94,13 +94,14 @@ def test_explain_shows_source_lowered_and_losses() -> None:
 
 def test_explain_lists_every_strict_obstacle(tmp_path: Path) -> None:
     listing = {"tools": [{"name": "t", "inputSchema": {"type": "object", "properties": {
-        "m": {"type": "object", "additionalProperties": {"type": "string"}}, "xs": {"type": "array"}}}}]}
+        "m": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+        "c": {"allOf": [{"type": "string"}, {"type": "integer"}]}}}}]}
     path = tmp_path / "l.json"
     path.write_text(json.dumps(listing))
     out = CliRunner().invoke(main, ["explain", "t", "-p", "openai-responses", "--json", str(path)])
     data = json.loads(out.output)
     reasons = next(loss["message"] for loss in data["losses"] if loss["code"] == codes.NOT_STRICT)
-    assert "open object" in reasons and "typed items" in reasons
+    assert "open object" in reasons and "allOf members conflict" in reasons
     assert data["definition"]["strict"] is False
 
 
