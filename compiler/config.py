@@ -8,6 +8,7 @@ here and expanded only where a value is used (so secrets never reach recordings 
 from __future__ import annotations
 
 import difflib
+import re
 import shlex
 import types
 from pathlib import Path
@@ -115,6 +116,29 @@ class ProvidersConfig(_Strict):
     """Gemini declarations carry `parameters` (OpenAPI subset) or `parametersJsonSchema` (JSON Schema)."""
 
 
+class ToolsetsConfig(_Strict):
+    """How tools are grouped into toolsets (`compiler.providers.toolsets`): each fits its provider's request limits
+    and is written as `schemas/toolsets/<name>.<target>.json`."""
+
+    group_by: Literal["auto", "tag", "path", "server"] = "auto"
+    """Tools no glob names: by MCP server / OpenAPI document, then its first tag (`tag`) or path segment (`path`);
+    `auto`: a document's tag, else its first path segment; an MCP server's tools stay one set."""
+    globs: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Toolset name → globs on tool ids or names (a tool may be in several toolsets)."""
+    max_tools: int | None = Field(default=None, gt=0)
+    """Split a toolset above this many tools (default: the smallest request limit of the targets)."""
+    discovery: bool = True
+    """Also emit the discovery form (`schemas/discovery.<target>.json`: search, describe, call by id)."""
+
+    @field_validator("globs")
+    @classmethod
+    def _names(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        for name in value:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,47}", name):
+                raise ValueError(f"toolset name {name!r}: lower-case letters, digits, '_' and '-' (at most 48)")
+        return value
+
+
 class PolicyConfig(_Strict):
     """The router's policy, baked into generated code (seed 000's gates)."""
 
@@ -149,6 +173,9 @@ class Config(_Strict):
     resolver: ResolverConfig = ResolverConfig()
     policy: PolicyConfig = PolicyConfig()
     providers: ProvidersConfig = ProvidersConfig()
+    toolsets: ToolsetsConfig = ToolsetsConfig()
+    budgets: dict[str, int] = Field(default_factory=dict)
+    """Token budget per target or alias (`openai: 20000`): no tools file toolc writes for it may cost more."""
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 

@@ -22,6 +22,7 @@ from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
 from compiler.providers.emit import emit_providers
+from compiler.providers.fit import emit_fit
 from compiler.providers.registry import PROVIDERS
 from compiler.refs import RefResolver
 from compiler.sources.detect import detect_kind
@@ -162,6 +163,7 @@ def compile_project(
                   previous_output=OutputFolder(destination), previous_codegen=load_record(destination))
     emit_catalog(build)                        # catalog.json: the IR as read
     build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
+    emit_fit(build)                            # toolsets, discovery/deferred forms, token counts, budgets
     build.codegen = emit_python(build)         # python/: stubs and router (reads the providers' name maps)
     build.lock = emit_lock(build)              # toolc.lock, last: hashes the catalog and the providers' output
     return build

@@ -113,6 +113,10 @@ def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return rename_keys(node, KEY, ctx)
 
 
+TOOL_SEARCH: JsonObject = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+"""Claude's server-side tool search (a natural-language query over the deferred tools)."""
+
+
 class AnthropicDialect(Dialect):
     target = "anthropic"
     aliases = ("claude",)
@@ -137,6 +141,11 @@ class AnthropicDialect(Dialect):
             definition["strict"] = True
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
                        losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
+
+    def deferred(self, definitions: list[JsonObject]) -> list[JsonObject] | None:
+        """Claude's tool search: every tool `defer_loading: true` beside the server-side BM25 search tool, which
+        loads the 3-5 tools a request needs (platform.claude.com tool-search-tool)."""
+        return [dict(TOOL_SEARCH), *({**definition, "defer_loading": True} for definition in definitions)]
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
         from compiler.providers.validate import validate_anthropic  # the validator reads this module's tables

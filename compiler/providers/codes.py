@@ -1,4 +1,4 @@
-"""Diagnostic codes of provider lowering (TC401-TC449) and the one place their severity is decided.
+"""Diagnostic codes of provider lowering (TC401-TC449, TC770-TC779 for request fitting) and the one place their severity is decided.
 
 The loss report is made of these: every keyword a lowering drops, moves into a description or weakens is one
 diagnostic with the target as `provider`, the tool id and a JSON pointer into the *lowered* schema (which mirrors
@@ -60,11 +60,20 @@ INVALID_OUTPUT = "TC430"
 """A lowered definition fails the provider's validator: the tool is left out for that target (a bug)."""
 UNKNOWN_TOOL = "TC440"
 """`toolc explain`: no tool with that id or name."""
+OVER_BUDGET = "TC770"
+"""A target's tools file costs more tokens than the project's `budgets:` allow (the largest tools are named)."""
+DISCOVERY_FORM = "TC771"
+"""More tools than one request accepts: `schemas/<target>.json` holds the discovery form; toolsets hold the tools."""
+EMPTY_TOOLSET = "TC772"
+"""A `toolsets.globs` entry matches no tool."""
 
 SEVERITY: dict[str, Severity] = {
     NAME_CLASH: Severity.ERROR,
     INVALID_OUTPUT: Severity.ERROR,
     UNKNOWN_TOOL: Severity.ERROR,
+    OVER_BUDGET: Severity.ERROR,
+    DISCOVERY_FORM: Severity.WARNING,
+    EMPTY_TOOLSET: Severity.WARNING,
     NAMESAKE: Severity.WARNING,
     MALFORMED_SCHEMA: Severity.WARNING,
     TOO_MANY_TOOLS: Severity.WARNING,

@@ -215,6 +215,11 @@ class Dialect(ABC):
         """The inverse of `tools_array`."""
         return tools
 
+    def deferred(self, definitions: list[JsonObject]) -> list[JsonObject] | None:
+        """The provider's own deferred-loading form of a tools array (every tool loaded on demand through its tool
+        search), or None when it has none."""
+        return None
+
     def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:
         """(optional, union) parameters of one strict schema, as `budget` counts them."""
         return 0, 0

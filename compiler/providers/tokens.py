@@ -1,0 +1,75 @@
+"""Token cost of what toolc emits, counted with a real tokenizer that works offline.
+
+OpenAI: the `o200k_base` encoding (GPT-4o and later) from `bpe-openai`, which ships its vocabulary in the wheel
+(tiktoken downloads vocabularies at run time, so it is not used). The count is of the exact bytes toolc writes
+(a tool: its definition as compact JSON; a file: the file as written). What a provider bills for tools also
+includes a fixed wrapper it adds around the list; that overhead is not in these numbers.
+
+Claude and Gemini publish no offline tokenizer. Their figures are **estimates**: the same o200k_base count of their
+own emitted JSON (a modern BPE vocabulary of similar size; treat it as ±20 %). `METHOD` says so in every report.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from compiler.serialize import compact_json
+
+ENCODING = "o200k_base"
+METHOD = {
+    "openai": f"counted: {ENCODING} (bpe-openai) over the exact emitted JSON",
+    "other": f"estimated: {ENCODING} count of the exact emitted JSON (no offline tokenizer is published; ±20 %)",
+}
+
+
+@cache
+def _encoding() -> Any:
+    import bpe_openai  # imported on first use: only commands that count tokens pay for loading the vocabulary
+
+    return bpe_openai.get_encoding(ENCODING)
+
+
+CHUNK = 200_000
+"""The encoder refuses a text of 1,000,000 characters or more: long texts are counted in pieces."""
+
+
+def _cut(text: str, start: int) -> int:
+    """A cut after `start` that no o200k_base token crosses, or the end of the text. The pre-tokenizer ends a
+    piece just after a newline unless `/` or more line breaks follow (possibly after blanks): indented JSON has
+    one such cut per line."""
+    at = start + CHUNK
+    while at < len(text):
+        if text[at - 1] == "\n" and text[at] != "/":
+            blank = at
+            while blank < len(text) and text[blank] in " \t":
+                blank += 1
+            if blank < len(text) and text[blank] not in "\r\n" and not text[blank].isspace():
+                return at
+        at += 1
+    return len(text)
+
+
+def count_text(text: str) -> int:
+    """Tokens of `text` in o200k_base (special-token text counts as ordinary text), exactly as one encode call of
+    the whole text would give."""
+    encoding = _encoding()
+    total = start = 0
+    while start < len(text):
+        end = _cut(text, start) if len(text) - start > CHUNK else len(text)
+        total += len(encoding.encode_ordinary(text[start:end]))
+        start = end
+    return total
+
+
+def count_bytes(data: bytes) -> int:
+    return count_text(data.decode("utf-8"))
+
+
+def count_json(value: Any) -> int:
+    """Tokens of `value` written as compact JSON (how a tool's definition is counted)."""
+    return count_bytes(compact_json(value))
+
+
+def method(family: str) -> str:
+    return METHOD["openai" if family == "openai" else "other"]
