@@ -21,8 +21,8 @@ from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
 from compiler.providers import codes, tokens
-from compiler.providers.discovery import meta_tools
 from compiler.providers.dialect import LowerEnv
+from compiler.providers.discovery import meta_tools
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.registry import ALIASES, PROVIDERS
 from compiler.providers.toolsets import plan_toolsets
