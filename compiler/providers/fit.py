@@ -68,10 +68,11 @@ def _discovery(build: Build, target: str) -> list[JsonObject]:
     return dialect.tools_array(definitions)
 
 
-def _largest(costs: dict[str, int], output: TargetOutput, ids: list[str], count: int = 5) -> str:
+def _largest(costs: dict[str, int], output: TargetOutput, ids: list[str], count: int = 3) -> str:
+    """The largest tools by provider name (diagnostics are printed cut short: names, not ids)."""
     top = sorted(ids, key=lambda tool_id: (-costs[tool_id], tool_id))[:count]
     return ", ".join(f"{output.tools[tool_id].get('name') or _name(output.tools[tool_id]) or tool_id} "
-                     f"({tool_id}, {costs[tool_id]})" for tool_id in top)
+                     f"({costs[tool_id]})" for tool_id in top)
 
 
 def _name(definition: JsonObject) -> str:
@@ -137,8 +138,8 @@ def emit_fit(build: Build) -> None:
                         "tokens": all_tokens if fits else files["discovery"]["tokens"]}
         if target in limits and all_tokens > limits[target]:
             build.diagnostics.add(_diag(codes.OVER_BUDGET, (
-                f"{all_path}: {len(all_ids)} tools cost {all_tokens} tokens, over the budget of {limits[target]}; "
-                f"largest: {_largest(costs, output, all_ids)}"), target))
+                f"{all_tokens} tokens, over the budget of {limits[target]}; largest: "
+                f"{_largest(costs, output, all_ids)} ({all_path}, {len(all_ids)} tools)"), target))
         index_targets[target] = {"tokens_method": tokens.method(dialect.group), "files": files,
                                  "budget": limits.get(target)}
         summary = {key: value for key, value in output.summary.items() if key != "estimated_tokens"}

@@ -2,7 +2,7 @@
 
 OpenAI: the `o200k_base` encoding (GPT-4o and later) from `bpe-openai`, which ships its vocabulary in the wheel
 (tiktoken downloads vocabularies at run time, so it is not used). The count is of the exact bytes toolc writes
-(a tool: its definition as compact JSON; a file: the file as written). What a provider bills for tools also
+(a file: the file as written; a tool: its definition as toolc writes JSON, `canonical_json`, on its own). What a provider bills for tools also
 includes a fixed wrapper it adds around the list; that overhead is not in these numbers.
 
 Claude and Gemini publish no offline tokenizer. Their figures are **estimates**: the same o200k_base count of their
@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from compiler.serialize import compact_json
+from compiler.serialize import canonical_json
 
 ENCODING = "o200k_base"
 METHOD = {
@@ -67,8 +67,8 @@ def count_bytes(data: bytes) -> int:
 
 
 def count_json(value: Any) -> int:
-    """Tokens of `value` written as compact JSON (how a tool's definition is counted)."""
-    return count_bytes(compact_json(value))
+    """Tokens of `value` written as toolc writes JSON (`canonical_json`; how a tool's definition is counted)."""
+    return count_bytes(canonical_json(value))
 
 
 def method(family: str) -> str:
