@@ -69,7 +69,7 @@ def test_token_counts_equal_a_direct_count_of_the_emitted_json(tmp_path: Path) -
     index = json.loads(build.files["schemas/toolsets/index.json"])
     checked = 0
     for entry in index["toolsets"].values():
-        for target, row in entry["targets"].items():
+        for row in entry["targets"].values():
             assert row["tokens"] == len(ENCODING.encode_ordinary(build.files[row["file"]].decode()))
             checked += 1
     for target, row in index["targets"].items():
@@ -116,7 +116,7 @@ def test_toolsets_config_is_typed() -> None:
 class Recorder(BaseHTTPRequestHandler):
     requests: ClassVar[list[dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         Recorder.requests.append({"path": self.path, "body": json.loads(self.rfile.read(length) or b"null")})
         payload = b'{"kind": "ConfigMap"}'
