@@ -27,6 +27,7 @@ from compiler.providers.base import (
     on,
 )
 from compiler.providers.dialect import Budget, Dialect, Lowered, LowerEnv, tool_description
+from compiler.providers.examples import input_examples
 from compiler.providers.hoist import hoist_root, rename_keys
 from compiler.providers.passes import (
     drop_annotations,
@@ -137,6 +138,9 @@ class AnthropicDialect(Dialect):
         if description:
             definition["description"] = description
         definition["input_schema"] = parameters
+        examples = input_examples(parameters, ctx)
+        if examples:
+            definition["input_examples"] = examples
         if strict:
             definition["strict"] = True
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
