@@ -241,3 +241,30 @@ def test_discovery_mode_reaches_the_loopback_server(k8s: tuple[Any, Path], api: 
         router.audit.close()
     deferred = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
     assert deferred[0]["type"].startswith("tool_search_tool") and all(t["defer_loading"] for t in deferred[1:])
+
+
+def test_explain_shows_transforms_tokens_and_toolsets() -> None:
+    out = CliRunner().invoke(main, ["explain", "createCoreV1NamespacedConfigMap", "-p", "openai-chat", "--json",
+                                    str(K8S_CONFIGMAP)])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    pointers = {item["pointer"]: item["code"] for item in data["transforms"]}
+    assert pointers["/properties/data"] == "TC422"
+    assert "TC423" in pointers.values()
+    text = json.dumps(data["definition"], sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert data["tokens"]["count"] == len(ENCODING.encode_ordinary(text))
+    assert data["toolsets"] == ["k8s-configmap-core_v1"]
+    shown = CliRunner().invoke(main, ["explain", "createCoreV1NamespacedConfigMap", "-p", "anthropic",
+                                      str(K8S_CONFIGMAP)])
+    assert "## reversible transforms (0;" in shown.output and "## toolsets\nk8s-configmap-core_v1" in shown.output
+
+
+def test_list_tokens_shows_costs_toolsets_and_totals() -> None:
+    out = CliRunner().invoke(main, ["list", "--tokens", "--target", "openai-chat", "--json", str(K8S_CONFIGMAP)])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    (row,) = data["tools"]
+    assert row["toolsets"] == ["k8s-configmap-core_v1"] and row["tokens"]["openai-chat"] > 100
+    assert data["targets"]["openai-chat"]["method"].startswith("counted: o200k_base")
+    table = CliRunner().invoke(main, ["list", "--tokens", "--target", "anthropic", str(K8S_CONFIGMAP)])
+    assert "anthropic: 1 tools" in table.stdout and "estimated" in table.stdout

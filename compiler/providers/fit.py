@@ -7,6 +7,9 @@ Files (per target T, beside `schemas/T.json`):
     schemas/discovery.T.json         the three meta-tools (`discovery.py`)
     schemas/T.deferred.json          the provider's own deferred-loading form, where it has one (Claude)
 
+Budgets (`budgets:` in the project file) apply to every file of T that holds tools as they are: `schemas/T.json`
+(when it holds them) and each toolset file; over budget is TC770, naming the file's largest tools.
+
 `schemas/T.json` keeps every tool when they fit T's request limit. When they do not, it is written in the
 discovery form instead (TC771), so that no tools file toolc writes exceeds a request limit; the toolset files and
 the discovery form together still reach every tool through the one name map of T.
@@ -14,10 +17,12 @@ the discovery form together still reach every tool through the one name map of T
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from compiler.build import Build, TargetOutput
+from compiler.config import Config
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
 from compiler.providers import codes, tokens
@@ -38,11 +43,20 @@ def _diag(code: str, message: str, target: str = "", tool: str = "") -> Diagnost
                       pointer="/" if tool else "")
 
 
-def toolset_limit(build: Build) -> int:
-    limits = [PROVIDERS[t].caps.max_tools for t in build.targets if PROVIDERS[t].caps.max_tools is not None]
-    configured = build.config.toolsets.max_tools
+def limit_for(targets: Iterable[str], config: Config) -> int:
+    """Tools per toolset: the smallest request limit of the targets, or the project's smaller `max_tools`."""
+    limits = [PROVIDERS[t].caps.max_tools for t in targets if PROVIDERS[t].caps.max_tools is not None]
+    configured = config.toolsets.max_tools
     return min([*(limit for limit in limits if limit is not None), *([configured] if configured else [])],
                default=DEFAULT_LIMIT)
+
+
+def toolset_limit(build: Build) -> int:
+    return limit_for(build.targets, build.config)
+
+
+REVERSIBLE = frozenset({codes.MAP_ENTRIES, codes.JSON_ENCODED})
+"""Loss codes that are reversible transforms (the router undoes them before validating and calling)."""
 
 
 def budgets(build: Build) -> dict[str, int]:
@@ -105,13 +119,16 @@ def emit_fit(build: Build) -> None:
         for tool_id, cost in costs.items():
             tool_tokens[tool_id][target] = cost
         files: dict[str, Any] = {}
+        sendable: list[tuple[str, list[str], int]] = []
+        """(path, tool ids, tokens) of every file of this target that holds tools as they are (budgets apply)."""
         for toolset in toolsets:
             ids = [tool_id for tool_id in toolset.tool_ids if tool_id in output.tools]
             data = canonical_json(dialect.tools_array([output.tools[tool_id] for tool_id in ids]))
             path = f"schemas/toolsets/{toolset.name}.{target}.json"
             build.add_file(path, data)
-            index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids),
-                                                           "tokens": tokens.count_bytes(data)}
+            cost = tokens.count_bytes(data)
+            sendable.append((path, ids, cost))
+            index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids), "tokens": cost}
         all_path = f"schemas/{target}.json"
         all_ids = sorted(output.tools)
         fits = dialect.caps.max_tools is None or len(all_ids) <= dialect.caps.max_tools
@@ -134,12 +151,15 @@ def emit_fit(build: Build) -> None:
             build.add_file(f"schemas/{target}.deferred.json", data)
             files["deferred"] = {"file": f"schemas/{target}.deferred.json", "tools": len(all_ids),
                                  "tokens": tokens.count_bytes(data)}
-        files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits,
+        files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
                         "tokens": all_tokens if fits else files["discovery"]["tokens"]}
-        if target in limits and all_tokens > limits[target]:
-            build.diagnostics.add(_diag(codes.OVER_BUDGET, (
-                f"{all_tokens} tokens, over the budget of {limits[target]}; largest: "
-                f"{_largest(costs, output, all_ids)} ({all_path}, {len(all_ids)} tools)"), target))
+        if fits:
+            sendable.insert(0, (all_path, all_ids, all_tokens))
+        for path, ids, cost in sendable if target in limits else ():
+            if cost > limits[target]:
+                build.diagnostics.add(_diag(codes.OVER_BUDGET, (
+                    f"{cost} tokens, over the budget of {limits[target]}; largest: "
+                    f"{_largest(costs, output, ids)} ({path}, {len(ids)} tools)"), target))
         index_targets[target] = {"tokens_method": tokens.method(dialect.group), "files": files,
                                  "budget": limits.get(target)}
         summary = {key: value for key, value in output.summary.items() if key != "estimated_tokens"}

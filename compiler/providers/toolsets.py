@@ -33,9 +33,13 @@ def slug(text: str) -> str:
     return (out or "tools")[:40].rstrip("-_")
 
 
+_PREFIX = re.compile(r"^(v\d+([._-]\d+)*|api|apis|rest)$", re.IGNORECASE)
+"""Path segments that name a version or the API itself, not a resource (`/v1/customers` groups as `customers`)."""
+
+
 def _segment(path: str) -> str:
     for part in path.split("/"):
-        if part and not part.startswith("{"):
+        if part and not part.startswith("{") and not _PREFIX.match(part):
             return part
     return "root"
 
