@@ -126,8 +126,8 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_env.py", "_schemas.json", "_tables.py", "_types.py", "audit.py", "http_dispatch.py",
-        "mcp_dispatch.py", "policy.py", "providers.py", "redact.py", "router.py", "stubs.py", "validate.py",
+        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.py", "_types.py", "audit.py",
+        "discovery.py", "http_dispatch.py", "mcp_dispatch.py", "policy.py", "providers.py", "redact.py", "router.py", "stubs.py", "validate.py",
         "py.typed"))
 
 

@@ -26,8 +26,10 @@ from compiler.codegen.router_tables import (
     server_rows,
     tool_rows,
 )
+from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, McpBinding, Tool
 from compiler.providers.fit import toolsets_of
+from compiler.refs import RefResolver
 from compiler.serialize import compact_json
 
 PACKAGE = "toolc_router"
@@ -105,9 +107,12 @@ def discovery_catalog(build: Build, routed: list[Tool]) -> bytes:
     """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas)."""
     index_file = build.files.get("schemas/toolsets/index.json")
     index = orjson.loads(index_file) if index_file else {}
+    # A resolver of its own: bundling what the providers stage already resolved reports nothing new to the build.
+    resolver = RefResolver(Diagnostics(), max_depth=build.config.resolver.max_depth,
+                           node_budget=build.config.resolver.node_budget)
     tools: dict[str, Any] = {}
     for tool in sorted(routed, key=lambda item: item.id):
-        schema = build.resolver.bundle(tool.input_schema, build.catalog.definitions_for(tool), source=tool.source,
+        schema = resolver.bundle(tool.input_schema, build.catalog.definitions_for(tool), source=tool.source,
                                        tool=tool.id)
         tools[tool.id] = {"name": tool.name, "description": tool.description or tool.title or "",
                           "toolsets": toolsets_of(index, tool.id), "input_schema": schema}
