@@ -38,7 +38,7 @@ def test_emits_tools_and_name_maps_for_every_target() -> None:
         assert all(validate(target, d) == [] for d in definitions)
         summary = build.providers[target].summary
         assert summary["bytes"] == len(build.files[f"schemas/{target}.json"])
-        assert 0 < summary["estimated_tokens"] < summary["bytes"]
+        assert 0 < summary["tokens"] < summary["bytes"] and summary["fits_one_request"] is True
 
 
 def test_output_is_deterministic() -> None:

@@ -53,7 +53,7 @@ def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target:
                       strict=lowered.strict if lowered else None, name_map_entry=entry)
     result["losses"] = [d.to_json() for d in losses]
     result["transforms"] = [d.to_json() for d in losses if d.code in REVERSIBLE]
-    result["tokens"] = ({"count": count_json(result["definition"]), "method": method(PROVIDERS[target].group)}
+    result["tokens"] = ({"count": count_json(result["definition"]), "method": method(PROVIDERS[target].tokenizer_exact)}
                         if result.get("definition") else None)
     targets = config.targets or (target,)
     toolsets, _empty = plan_toolsets(catalog.tools, config.toolsets, limit_for(targets, config))

@@ -163,6 +163,8 @@ class Dialect(ABC):
     """Per-request limits on strict tools (None: none documented)."""
     recursion_code: ClassVar[str] = codes.RECURSION_PRUNED
     """The loss code a pruned recursion is reported under for this target (TC419 unless the provider has its own)."""
+    tokenizer_exact: ClassVar[bool] = False
+    """Token counts are exact (the provider's tokenizer is o200k_base) rather than estimates (`tokens.py`)."""
     strict_option: ClassVar[str | None] = None
     """The `providers:` option that turns strict on (None: strict whenever the wrapper has a strict flag)."""
 

@@ -160,10 +160,10 @@ def emit_fit(build: Build) -> None:
                 build.diagnostics.add(_diag(codes.OVER_BUDGET, (
                     f"{cost} tokens, over the budget of {limits[target]}; largest: "
                     f"{_largest(costs, output, ids)} ({path}, {len(ids)} tools)"), target))
-        index_targets[target] = {"tokens_method": tokens.method(dialect.group), "files": files,
+        index_targets[target] = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
                                  "budget": limits.get(target)}
         summary = {key: value for key, value in output.summary.items() if key != "estimated_tokens"}
-        summary.update(tokens=all_tokens, tokens_method=tokens.method(dialect.group), toolsets=len(toolsets),
+        summary.update(tokens=all_tokens, tokens_method=tokens.method(dialect.tokenizer_exact), toolsets=len(toolsets),
                        fits_one_request=fits)
         build.providers[target] = replace(output, summary=summary)
     index = {"format": INDEX_FORMAT, "tokenizer": tokens.ENCODING, "limit": toolset_limit(build),

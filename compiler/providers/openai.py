@@ -178,6 +178,7 @@ class OpenAIDialect(Dialect):
 
     family = "openai"
     aliases = ("openai",)
+    tokenizer_exact = True  # GPT-4o and later tokenize with o200k_base
     mangler = names.OPENAI
     resolution = "bundle"
     strict_passes = STRICT_PASSES

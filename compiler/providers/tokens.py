@@ -17,10 +17,8 @@ from typing import Any
 from compiler.serialize import canonical_json
 
 ENCODING = "o200k_base"
-METHOD = {
-    "openai": f"counted: {ENCODING} (bpe-openai) over the exact emitted JSON",
-    "other": f"estimated: {ENCODING} count of the exact emitted JSON (no offline tokenizer is published; ±20 %)",
-}
+COUNTED = f"counted: {ENCODING} (bpe-openai) over the exact emitted JSON"
+ESTIMATED = f"estimated: {ENCODING} count of the exact emitted JSON (no offline tokenizer is published; ±20 %)"
 
 
 @cache
@@ -71,5 +69,6 @@ def count_json(value: Any) -> int:
     return count_bytes(canonical_json(value))
 
 
-def method(family: str) -> str:
-    return METHOD["openai" if family == "openai" else "other"]
+def method(exact: bool) -> str:
+    """How a target's figures are obtained (`Dialect.tokenizer_exact`: its own tokenizer is o200k_base)."""
+    return COUNTED if exact else ESTIMATED

@@ -30,6 +30,10 @@ MARKERS = frozenset({MARK_ENTRIES, MARK_JSON})
 _JSON_TYPES: dict[type, str] = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null",
                                 dict: "object", list: "array"}
 _KEEP = ("description", "title")
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                          "$comment"})
+"""Keywords that leave a node accepting any JSON value (a node with a constraint such as `required` is not "any
+value", even without a type: it stays as it is)."""
 
 
 def _kind(value: Any) -> str:
@@ -127,6 +131,6 @@ def strict_open_values(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObj
     if "array" in type_set(node) and "items" not in node and "prefixItems" not in node:
         items = _json_string({}, "any JSON value", f"{pointer}/items", ctx)
         return {**node, "items": items}
-    if not is_typed(node) and not node.get("properties") and not ({"allOf", "not", "items"} & node.keys()):
+    if not is_typed(node) and all(key in _ANNOTATIONS or key.startswith("x-") for key in node):
         return _json_string(node, "any JSON value", pointer, ctx)
     return node
