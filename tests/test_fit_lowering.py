@@ -126,3 +126,15 @@ def test_maps_and_free_form_values_round_trip_through_the_name_map(labels: dict[
                      "raw": json.dumps(raw), "extra": json.dumps(extra)}}
     _tool, wire = arguments_to_wire("openai-chat", lowered.name, sent, names)
     assert wire == {"labels": labels, "spec": {"env": env, "raw": raw, "extra": extra}}
+
+
+def test_a_cut_description_stays_whole_in_the_catalog_and_the_stub() -> None:
+    from pathlib import Path
+
+    generated = Path(__file__).resolve().parent.parent / "generated"
+    tools = json.loads((generated / "schemas/openai-chat.json").read_text())
+    (sent,) = [t["function"]["description"] for t in tools if t["function"]["name"] == "sequentialthinking"]
+    last = "Only set nextThoughtNeeded to false when truly done and a satisfactory answer is reached"
+    assert sent.endswith("hypothesis" + ELLIPSIS) and last not in sent
+    assert last in (generated / "python/sequential_thinking/tools.py").read_text()
+    assert last in (generated / "catalog.json").read_text()
