@@ -138,3 +138,24 @@ def test_a_cut_description_stays_whole_in_the_catalog_and_the_stub() -> None:
     assert sent.endswith("hypothesis" + ELLIPSIS) and last not in sent
     assert last in (generated / "python/sequential_thinking/tools.py").read_text()
     assert last in (generated / "catalog.json").read_text()
+
+
+json_documents = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_documents)
+def test_line_by_line_token_counts_equal_one_direct_count(value: Any) -> None:
+    """`tokens.count_bytes` counts canonical JSON line by line (cached); that must be exactly one encode."""
+    import bpe_openai
+
+    from compiler.providers import tokens
+    from compiler.serialize import canonical_json
+
+    data = canonical_json(value)
+    direct = len(bpe_openai.get_encoding("o200k_base").encode_ordinary(data.decode()))
+    assert tokens.count_bytes(data) == direct

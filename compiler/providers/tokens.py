@@ -60,8 +60,28 @@ def count_text(text: str) -> int:
     return total
 
 
+_LINE_TOKENS: dict[str, int] = {}
+"""Tokens per line of canonical JSON, shared by every file and tool of a process (schemas repeat a lot)."""
+
+
 def count_bytes(data: bytes) -> int:
-    return count_text(data.decode("utf-8"))
+    """Tokens of a file toolc writes (`canonical_json`: indented JSON), exactly as one encode of the whole text.
+
+    Counted line by line: in indented JSON every line break is followed by indentation and then `"`, a bracket or a
+    value, never `/` or another break, so the pre-tokenizer ends a piece at each one and no token crosses a line
+    (`tests/test_fit_providers.py` checks the sum against one direct count). Lines repeat across tools and files
+    (a shared schema appears in every tool that uses it), so each distinct line is encoded once."""
+    text = data.decode("utf-8")
+    lines = text.split("\n")
+    pieces = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        pieces.append(lines[-1])
+    missing = {piece for piece in pieces if piece not in _LINE_TOKENS}
+    if missing:
+        encoding = _encoding()
+        for piece in missing:
+            _LINE_TOKENS[piece] = len(encoding.encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
+    return sum(_LINE_TOKENS[piece] for piece in pieces)
 
 
 def count_json(value: Any) -> int:
