@@ -5,7 +5,8 @@
 The corpus: the seven recorded MCP listings in fixtures/mcp and the GitHub, Stripe and Kubernetes documents in
 fixtures/corpus/openapi. Per source: tools, strict tools, strict tools whose definition passes toolc's OpenAI
 validator, optional fields (a property not in the source's `required`) that stay nullable in the strict
-definition, and the reversible transforms used (TC422 maps, TC423 JSON-encoded values).
+definition, the reversible transforms used (TC422 maps, TC423 JSON-encoded values) and silent losses: tools whose
+transforms were reported but whose name-map entry has no `entries`/`json` shape to undo them, or the reverse.
 """
 
 from __future__ import annotations
@@ -63,11 +64,16 @@ def measure(path: Path) -> dict[str, object]:
         total, ok = _optional_nullable(item.parameters or {}, item.tool.input_schema)
         optional, nullable = optional + total, nullable + ok
     codes = Counter(d.code for d in result.diagnostics)
+    # A silent loss: a reversible transform the name map cannot undo (or a restoring shape nobody reported).
+    transformed = {d.tool for d in result.diagnostics if d.code in ("TC422", "TC423")}
+    restoring = {entry["tool"] for entry in result.entries.values()
+                 if '"entries"' in json.dumps(entry) or '"json": true' in json.dumps(entry)}
+    silent = len(transformed ^ restoring)
     reasons = Counter(d.message.split("because ", 1)[-1].split(":", 1)[-1].strip()[:70]
                       for d in result.diagnostics if d.code == "TC407")
     return {"source": path.name, "tools": len(catalog.tools), "emitted": len(result.lowered), "strict": len(strict),
             "strict_valid": valid, "optional": optional, "optional_nullable": nullable,
-            "maps": codes.get("TC422", 0), "json_encoded": codes.get("TC423", 0),
+            "maps": codes.get("TC422", 0), "json_encoded": codes.get("TC423", 0), "silent": silent,
             "not_strict_reasons": dict(reasons.most_common(6))}
 
 
@@ -81,16 +87,17 @@ def main() -> None:
         return
     totals = Counter[str]()
     for row in rows:
-        for key in ("tools", "emitted", "strict", "strict_valid", "optional", "optional_nullable"):
+        for key in ("tools", "emitted", "strict", "strict_valid", "optional", "optional_nullable", "silent"):
             totals[key] += int(row[key])  # type: ignore[call-overload]
         print(f"{row['source']:32} tools {row['tools']:5}  strict {row['strict']:5}  valid {row['strict_valid']:5}  "
               f"optional nullable {row['optional_nullable']}/{row['optional']}  maps {row['maps']}  "
-              f"json {row['json_encoded']}")
+              f"json {row['json_encoded']}  silent {row['silent']}")
         for reason, count in row["not_strict_reasons"].items():  # type: ignore[attr-defined]
             print(f"    {count:5}  {reason}")
     share = 100 * totals["strict"] / max(totals["tools"], 1)
     print(f"TOTAL tools {totals['tools']} emitted {totals['emitted']} strict {totals['strict']} ({share:.1f} %) "
-          f"valid {totals['strict_valid']} optional nullable {totals['optional_nullable']}/{totals['optional']}")
+          f"valid {totals['strict_valid']} optional nullable {totals['optional_nullable']}/{totals['optional']} "
+          f"silent losses {totals['silent']}")
 
 
 if __name__ == "__main__":
