@@ -11,6 +11,7 @@ own emitted JSON (a modern BPE vocabulary of similar size; treat it as ±20 %). 
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
 from typing import Any
 
@@ -60,8 +61,8 @@ def count_text(text: str) -> int:
     return total
 
 
-_LINE_TOKENS: dict[str, int] = {}
-"""Tokens per line of canonical JSON, shared by every file and tool of a process (schemas repeat a lot)."""
+_LINE_TOKENS: dict[bytes, int] = {}
+"""Tokens per line (with its line break) of canonical JSON, shared by every file and tool of a process."""
 
 
 def count_bytes(data: bytes) -> int:
@@ -69,19 +70,21 @@ def count_bytes(data: bytes) -> int:
 
     Counted line by line: in indented JSON every line break is followed by indentation and then `"`, a bracket or a
     value, never `/` or another break, so the pre-tokenizer ends a piece at each one and no token crosses a line
-    (`tests/test_fit_providers.py` checks the sum against one direct count). Lines repeat across tools and files
-    (a shared schema appears in every tool that uses it), so each distinct line is encoded once."""
-    text = data.decode("utf-8")
-    lines = text.split("\n")
-    pieces = [line + "\n" for line in lines[:-1]]
-    if lines[-1]:
-        pieces.append(lines[-1])
-    missing = {piece for piece in pieces if piece not in _LINE_TOKENS}
-    if missing:
-        encoding = _encoding()
-        for piece in missing:
-            _LINE_TOKENS[piece] = len(encoding.encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
-    return sum(_LINE_TOKENS[piece] for piece in pieces)
+    (hypothesis checks the sum against one direct count). Lines repeat across tools and files (a shared schema
+    appears in every tool that uses it): each distinct line is encoded once, and repeats are only counted."""
+    lines = data.split(b"\n")
+    last = lines.pop()
+    total = 0
+    encoding = None
+    for line, repeats in Counter(lines).items():
+        found = _LINE_TOKENS.get(line)
+        if found is None:
+            encoding = encoding or _encoding()
+            piece = line.decode("utf-8") + "\n"
+            found = _LINE_TOKENS[line] = len(encoding.encode_ordinary(piece)) if len(piece) < CHUNK \
+                else count_text(piece)
+        total += found * repeats
+    return total + (count_text(last.decode("utf-8")) if last else 0)
 
 
 def count_json(value: Any) -> int:
