@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.loading import load_document
-from compiler.providers.registry import TARGETS
+from compiler.providers.registry import ALIASES, TARGETS
 from compiler.server_shapes import ShapeError, normalize_server_shapes
 from compiler.sources.detect import detect_kind
 
@@ -176,6 +176,19 @@ class Config(_Strict):
     toolsets: ToolsetsConfig = ToolsetsConfig()
     budgets: dict[str, int] = Field(default_factory=dict)
     """Token budget per target or alias (`openai: 20000`): no tools file toolc writes for it may cost more."""
+
+    @field_validator("budgets")
+    @classmethod
+    def _budget_targets(cls, value: dict[str, int]) -> dict[str, int]:
+        known = [*TARGETS, *(alias for alias in ALIASES if alias != "all")]
+        for key, tokens in value.items():
+            if key not in known:
+                near = difflib.get_close_matches(key, known, n=1)
+                raise ValueError(f"budgets: unknown target {key!r}" + (f"; did you mean {near[0]!r}?" if near else
+                                                                       f"; choose from {', '.join(known)}"))
+            if tokens <= 0:
+                raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
+        return value
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 

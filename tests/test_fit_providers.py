@@ -103,6 +103,19 @@ def test_a_budget_breach_fails_compile_and_check_naming_the_largest_tools(tmp_pa
     assert "largest: gzip-file-as-resource (" in checked.output  # the largest tools, by name
 
 
+def test_budgets_and_toolsets_config_errors_are_located() -> None:
+    from compiler.config import config_from_data
+    from compiler.diagnostics import CompilerError
+
+    for data, pointer, text in (({"budgets": {"opnai": 5}}, "/budgets", "did you mean 'openai'"),
+                                ({"budgets": {"gemini": 0}}, "/budgets", "positive"),
+                                ({"toolsets": {"group": "tag"}}, "/toolsets/group", "did you mean 'group_by'")):
+        with pytest.raises(CompilerError) as caught:
+            config_from_data(data, root=ROOT, source="toolc.yaml")
+        diagnostic = caught.value.diagnostic
+        assert diagnostic.code == "TC110" and diagnostic.pointer == pointer and text in diagnostic.message
+
+
 def test_toolsets_config_is_typed() -> None:
     with pytest.raises(ValueError):
         ToolsetsConfig.model_validate({"group_by": "tag", "glob": {}})
