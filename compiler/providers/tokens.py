@@ -1,7 +1,8 @@
 """Token cost of what toolc emits, counted with a real tokenizer that works offline.
 
 OpenAI: the `o200k_base` encoding (GPT-4o and later) from `bpe-openai`, which ships its vocabulary in the wheel
-(tiktoken downloads vocabularies at run time, so it is not used). The count is of the exact bytes toolc writes
+(tiktoken downloads vocabularies at run time, so it is not used: tiktoken 0.14.0's `get_encoding("o200k_base")`
+raised ConnectionError here without network). The count is of the exact bytes toolc writes
 (a file: the file as written; a tool: its definition as toolc writes JSON, `canonical_json`, on its own). What a provider bills for tools also
 includes a fixed wrapper it adds around the list; that overhead is not in these numbers.
 
