@@ -195,11 +195,19 @@ labels = st.dictionaries(st.text(st.characters(codec="ascii", categories=["L", "
                          st.text(max_size=20), max_size=5)
 
 
+free_form = st.dictionaries(st.text(max_size=6), st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6), max_size=3)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(labels=labels, annotations=labels, data=labels)
+@given(labels=labels, annotations=labels, data=labels, fields=free_form)
 def test_a_strict_call_with_maps_as_entries_reaches_the_wire_as_objects(
         k8s: tuple[Any, Path], api: str, tmp_path: Path, labels: dict[str, str], annotations: dict[str, str],
-        data: dict[str, str]) -> None:
+        data: dict[str, str], fields: dict[str, Any]) -> None:
+    """Maps (labels, annotations, data) sent as {key, value} entries and a free-form object (managedFields'
+    fieldsV1) sent as a JSON string arrive at the server as the original objects."""
     module, folder = k8s
     tool = _strict_tool(folder)
     assert "x-toolc" not in json.dumps(tool)  # markers never reach the provider
@@ -209,7 +217,8 @@ def test_a_strict_call_with_maps_as_entries_reaches_the_wire_as_objects(
         return [{"key": key, "value": value} for key, value in mapping.items()]
 
     body = {"apiVersion": "v1", "kind": "ConfigMap", "data": entries(data), "binaryData": None, "immutable": None,
-            "metadata": {"name": "cm", "labels": entries(labels), "annotations": entries(annotations)}}
+            "metadata": {"name": "cm", "labels": entries(labels), "annotations": entries(annotations),
+                         "managedFields": [{"manager": "toolc", "fieldsV1": json.dumps(fields)}]}}
     names = json.loads((folder / "schemas/openai-chat.names.json").read_text())
     _tool_id, wire = arguments_to_wire("openai-chat", tool["function"]["name"], {"namespace": "default", **body},
                                        names)
@@ -225,6 +234,7 @@ def test_a_strict_call_with_maps_as_entries_reaches_the_wire_as_objects(
     sent = Recorder.requests[-1]["body"]
     assert sent["metadata"]["labels"] == labels and sent["metadata"]["annotations"] == annotations
     assert sent["data"] == data and sent["kind"] == "ConfigMap" and "binaryData" not in sent
+    assert sent["metadata"]["managedFields"] == [{"manager": "toolc", "fieldsV1": fields}]
 
 
 def test_discovery_mode_reaches_the_loopback_server(k8s: tuple[Any, Path], api: str, tmp_path: Path) -> None:
