@@ -17,6 +17,7 @@ LAZY_COMMANDS = {
     "health": "compiler.commands.live:health_command",
     "list": "compiler.commands.live:list_command",
     "record": "compiler.commands.live:record_command",
+    "serve": "compiler.commands.serve:serve_command",
 }
 
 

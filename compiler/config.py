@@ -160,6 +160,14 @@ class PolicyConfig(_Strict):
         return value.lower() if isinstance(value, str) else value
 
 
+class AuditConfig(_Strict):
+    """Where the generated router keeps its audit trail: SQLite per process (`policy.audit_db`) unless a DSN."""
+
+    dsn: str | None = None
+    """A PostgreSQL DSN for the whole fleet, usually `${ENV}` (`codegen.router_audit`: a literal password is
+    refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
+
+
 class Config(_Strict):
     root: Path = Path(".")
     name: str = "toolc project"
@@ -189,6 +197,7 @@ class Config(_Strict):
             if tokens <= 0:
                 raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
         return value
+    audit: AuditConfig = AuditConfig()
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 

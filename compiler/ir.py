@@ -73,6 +73,17 @@ class HttpArgument:
     explode: bool | None = None
     whole_body: bool = False
     """True when the argument is the entire (non-object) request body."""
+    content_type: str | None = None
+    """A `content`-typed parameter's media type (its value is encoded in it, e.g. JSON, then percent-encoded); for a
+    form or multipart body property, the part's `encoding.contentType` (or the OAS default for its schema)."""
+    allow_reserved: bool = False
+    """Query parameter `allowReserved` (or a form property's): RFC 3986 reserved characters other than the ones that
+    would split the query (`& = # +`) go out unencoded."""
+    required_in_body: bool = False
+    """A property the body's schema requires, in a body that is optional: required whenever any body field is sent."""
+    kind: str | None = None
+    """The schema's one JSON type (`string`, `integer`, `number`, `boolean`, `array`, `object`), None when it has
+    several or none: the router never spreads an object or array given where the schema says primitive."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +112,8 @@ class HttpBinding:
     base_url: str
     arguments: tuple[HttpArgument, ...]
     body_content_type: str | None = None
+    body_required: bool = False
+    """The request body is required: sent (at least `{}` for an object body) even when no body field is given."""
     security: tuple[tuple[SecurityScheme, ...], ...] = ()
     """Alternatives (any one suffices), each a set of schemes used together, as in OpenAPI."""
     kind: Literal["http"] = "http"

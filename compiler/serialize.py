@@ -42,12 +42,15 @@ def annotations_to_json(annotations: Annotations) -> dict[str, Any]:
 
 
 _ARGUMENT_FIELDS = tuple(f.name for f in dataclasses.fields(HttpArgument))
+_OMIT_FALSE = frozenset({"allow_reserved", "required_in_body"})
+"""Later argument fields: written only when set, so catalogs of operations that don't use them keep their bytes."""
 _SCHEME_FIELDS = tuple(f.name for f in dataclasses.fields(SecurityScheme))
 
 
 def _shallow(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
     # Field by field rather than dataclasses.asdict, which deep-copies and costs ~0.5 s on GitHub's 1,223 tools.
-    return {name: value for name in names if (value := getattr(obj, name)) is not None}
+    return {name: value for name in names
+            if (value := getattr(obj, name)) is not None and not (value is False and name in _OMIT_FALSE)}
 
 
 def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
@@ -59,6 +62,7 @@ def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
         "path": binding.path,
         "base_url": binding.base_url,
         "body_content_type": binding.body_content_type,
+        **({"body_required": True} if binding.body_required else {}),
         "arguments": [_shallow(argument, _ARGUMENT_FIELDS) for argument in binding.arguments],
         "security": [[_shallow(s, _SCHEME_FIELDS) for s in alternative] for alternative in binding.security],
     }
@@ -110,6 +114,7 @@ def _binding_from_json(data: Mapping[str, Any]) -> McpBinding | HttpBinding:
         path=data["path"],
         base_url=data["base_url"],
         body_content_type=data.get("body_content_type"),
+        body_required=data.get("body_required", False),
         arguments=tuple(HttpArgument(**argument) for argument in data["arguments"]),
         security=tuple(tuple(SecurityScheme(**s) for s in alt) for alt in data.get("security", [])),
     )

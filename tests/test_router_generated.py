@@ -52,6 +52,7 @@ def test_generated_router_imports_without_compiler(generated: Path) -> None:
         "import toolc_router\n"
         "from toolc_router import call_tool, InvocationContext, ToolResult\n"
         "from toolc_router._tables import TOOLS\n"
+        "import toolc_router.serve, toolc_router.serve_http  # the server stands alone too\n"
         "assert 'mcp:mcp-server-time:get_current_time' in TOOLS\n"
         "assert not [m for m, v in sys.modules.items() if m.startswith('compiler') and v is not None]\n"
         "print(len(TOOLS))\n"

@@ -57,15 +57,16 @@ def test_params_flattened_schema_and_binding() -> None:
         path="/pets/{id}",
         base_url="https://eu.example.test/v1",
         arguments=(
-            HttpArgument("id_path", "id", "path", required=True, style="simple", explode=False),
-            HttpArgument("X-Trace-Id", "X-Trace-Id", "header", style="simple", explode=False),
-            HttpArgument("dryRun", "dryRun", "query", style="form", explode=True),
-            HttpArgument("tags", "tags", "query", style="form", explode=False),
-            HttpArgument("session", "session", "cookie", required=True, style="form", explode=True),
-            HttpArgument("id", "id", "body", required=True),
-            HttpArgument("name", "name", "body", required=True),
+            HttpArgument("id_path", "id", "path", required=True, style="simple", explode=False, kind="integer"),
+            HttpArgument("X-Trace-Id", "X-Trace-Id", "header", style="simple", explode=False, kind="string"),
+            HttpArgument("dryRun", "dryRun", "query", style="form", explode=True, kind="boolean"),
+            HttpArgument("tags", "tags", "query", style="form", explode=False, kind="array"),
+            HttpArgument("session", "session", "cookie", required=True, style="form", explode=True, kind="string"),
+            HttpArgument("id", "id", "body", required=True, kind="integer"),
+            HttpArgument("name", "name", "body", required=True, kind="string"),
         ),
         body_content_type="application/json",
+        body_required=True,
         security=((API_KEY,), ()),
     )
     assert tool.description == "Update a pet\n\nReplaces the pet's name and id."
@@ -112,14 +113,14 @@ def test_non_object_form_and_raw_bodies() -> None:
     batch = tools["createPets"]
     assert batch.input_schema["properties"] == {"body": {"type": "array", "items": {"$ref": "#/$defs/NewPet"}}}
     assert batch.input_schema["required"] == ["body"]
-    assert _binding(batch).arguments == (HttpArgument("body", "body", "body", required=True, whole_body=True),)
+    assert _binding(batch).arguments == (HttpArgument("body", "body", "body", required=True, whole_body=True, kind="array"),)
     assert batch.output_schema is None
 
     form = tools["uploadPhoto"]
     assert _binding(form).body_content_type == "application/x-www-form-urlencoded"
     assert _binding(form).arguments[1:] == (
-        HttpArgument("caption", "caption", "body"),
-        HttpArgument("labels", "labels", "body", style="deepObject", explode=True),
+        HttpArgument("caption", "caption", "body", required_in_body=True, kind="string"),  # optional body, required field
+        HttpArgument("labels", "labels", "body", style="deepObject", explode=True, kind="array"),
     )
     assert form.input_schema["required"] == ["id"]  # the body is optional
 
@@ -160,7 +161,7 @@ def test_swagger_body_form_and_collection_formats() -> None:
     assert upload.input_schema["required"] == ["petId", "file"]
 
     rename = tools["renamePets"]
-    assert _binding(rename).arguments[-1] == HttpArgument("body", "body", "body", whole_body=True)
+    assert _binding(rename).arguments[-1] == HttpArgument("body", "body", "body", whole_body=True, kind="array")
     assert rename.input_schema["required"] == ["petId"]
 
     assert source.definitions["Person"]["discriminator"] == {"propertyName": "kind"}
@@ -211,13 +212,13 @@ def test_config_selection_fixed_params_and_base_url() -> None:
     tools, _, diagnostics = _tools("params.yaml", config=config)
     assert sorted(tools) == ["createPet", "listPets", "updatePet"]
     update = tools["updatePet"]
-    assert update.fixed_params == {"session": "s3cret"}
+    assert update.fixed_params == {"cookie": {"session": "s3cret"}}  # by location and wire name
     assert "session" not in update.input_schema["properties"]
     assert "session" not in update.input_schema["required"]
-    assert any(a.name == "session" for a in _binding(update).arguments)  # still bound on the wire
+    assert any(a.name == "session" for a in _binding(update).arguments)  # still bound on the wire (its style)
     assert all(_binding(t).base_url == "http://localhost:8080" for t in tools.values())
     unknown = [d for d in diagnostics if d.code == "TC312"]
-    assert len(unknown) == 1 and "'nope'" in unknown[0].message and unknown[0].severity is Severity.WARNING
+    assert len(unknown) == 1 and "'nope'" in unknown[0].message and unknown[0].severity is Severity.ERROR
     assert any(d.code == "TC311" and "5 operation(s)" in d.message for d in diagnostics)
 
 

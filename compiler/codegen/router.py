@@ -3,8 +3,10 @@
 The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
 servers, HTTP APIs, policy, provider name maps), written as Python literals. `stubs.py` is the runtime support
 of the typed stubs (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input
-schemas the router validates arguments against (`router_guard`). Generated code imports the `mcp` SDK, httpx2
-and jsonschema, never `compiler`. See `router_tables`, `router_names` and `router_guard` for what is baked and
+schemas the router validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run
+time, `requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code
+imports the `mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never
+`compiler`. See `router_tables`, `router_names` and `router_guard` for what is baked and
 its diagnostics.
 """
 
@@ -17,10 +19,13 @@ import orjson
 
 from compiler.build import Build
 from compiler.codegen.env import render
+from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
+from compiler.codegen.router_serve import serve_file
 from compiler.codegen.router_tables import (
     api_rows,
+    overridden_url,
     policy_table,
     recording_only_servers,
     server_rows,
@@ -41,6 +46,7 @@ MODULES = (
     "_tables.py",
     "_types.py",
     "audit.py",
+    "audit_pg.py",
     "discovery.py",
     "http_dispatch.py",
     "mcp_dispatch.py",
@@ -48,17 +54,26 @@ MODULES = (
     "providers.py",
     "redact.py",
     "router.py",
+    "serve.py",
+    "serve_catalog.py",
+    "serve_http.py",
+    "serve_mcp.py",
     "stubs.py",
+    "telemetry.py",
     "validate.py",
+    "wire.py",
+    "requirements.txt",
+    "requirements-postgres.txt",
 )
 
 
 def router_context(build: Build) -> dict[str, object]:
     tools = [t for t in build.catalog.tools if isinstance(t.binding, McpBinding | HttpBinding)]
-    rows = tool_rows(list(build.catalog.tools), build.diagnostics)
+    apis = api_rows(build, tools)
+    bases = {api["id"]: None if overridden_url(build, api["id"]) else api["base_url"] for api in apis}
+    rows = tool_rows(list(build.catalog.tools), build.diagnostics, bases)
     servers = server_rows(build.config.mcp_servers, build.diagnostics)
     recording_only_servers(tools, servers, build.diagnostics)
-    apis = api_rows(build, tools)
     maps = name_maps(build.providers, tools, build.targets)
     provider_names: dict[str, set[str]] = {}
     for table in maps.tables:
@@ -81,11 +96,13 @@ def router_context(build: Build) -> dict[str, object]:
         "api_count": len(apis),
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
+        "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
+        "targets": tuple(sorted(build.targets)),
     }
 
 
 def generate_router(build: Build) -> dict[str, bytes]:
-    """`{"toolc_router/<module>.py": source}`; a template failure is a TC636 error and no router is emitted."""
+    """`{"toolc_router/<module>": source}`; a template failure is a TC636 error and no router is emitted."""
     context = router_context(build)
     files: dict[str, bytes] = {}
     for module in MODULES:
@@ -100,6 +117,7 @@ def generate_router(build: Build) -> dict[str, bytes]:
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)
+    files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
     return files
 
 

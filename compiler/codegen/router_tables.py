@@ -6,7 +6,8 @@ Everything returned here is plain data (str, int, bool, None, tuples, dicts) tha
     TC630 error    a tool whose binding the router cannot call (skipped)
     TC631 warning  a literal secret in a server's env or headers: not baked, replaced by an `${ENV}` reference
     TC632 info     MCP tools whose server has no launch details (recordings): `Router.set_server_factory` needed
-    TC633 warning  an HTTP API without a base URL: `TOOLC_BASE_URL_<API>` must be set at run time
+    TC633 warning  an HTTP API without a base URL, or with a relative one: `TOOLC_BASE_URL_<API>` must be set at
+                   run time (the origin a relative server URL is resolved against)
     TC634 error    an invalid router policy setting (`policy:` in the project file)
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.build import Build
-from compiler.config import OpenApiConfig, PolicyConfig, ServerConfig
+from compiler.config import PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, McpBinding, RiskLevel, Tool
 from compiler.sources.mcp_env import looks_secret
@@ -28,6 +29,7 @@ NO_LAUNCH_DETAILS = "TC632"
 NO_BASE_URL = "TC633"
 BAD_POLICY = "TC634"
 
+_ABSOLUTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _REFERENCE = re.compile(r"\$\{(?:env:)?[A-Za-z_][A-Za-z0-9_]*\}")
 _NOT_ENV = re.compile(r"[^A-Z0-9]+")
 
@@ -101,29 +103,28 @@ def server_rows(servers: tuple[ServerConfig, ...], diagnostics: Diagnostics) -> 
 
 
 def api_rows(build: Build, tools: list[Tool]) -> list[dict[str, Any]]:
-    """One row per OpenAPI source that has tools: base URL from config, else the document's, else the env."""
-    configured: dict[str, OpenApiConfig] = {}
-    for settings in build.config.openapi:
-        configured[settings.id or settings.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]] = settings
+    """One row per OpenAPI source that has tools: the base URL from config, else the document's (its root
+    `servers`), else the env. A relative server URL is resolved against the origin in `TOOLC_BASE_URL_<API>`."""
     rows = []
     by_source: dict[str, list[Tool]] = {}
     for tool in tools:
         if isinstance(tool.binding, HttpBinding):
             by_source.setdefault(tool.source, []).append(tool)
     for source_id, source_tools in sorted(by_source.items()):
-        entry = configured.get(source_id)
         bindings = [tool.binding for tool in source_tools if isinstance(tool.binding, HttpBinding)]
-        base_url = (entry.base_url if entry and entry.base_url else bindings[0].base_url) or ""
+        base_url = source_base_url(build, source_id)
+        variable = env_name("BASE_URL", source_id)
         if not base_url:
-            variable = env_name("BASE_URL", source_id)
             build.diagnostics.warning(NO_BASE_URL, f"no base URL: the router reads it from ${{{variable}}}",
                                       source=source_id)
-            base_url = f"${{{variable}}}"
+        elif resolved_url(base_url, source_id) != base_url:
+            build.diagnostics.warning(NO_BASE_URL, f"relative server URL {base_url!r}: the router resolves it "
+                                      f"against the origin in ${{{variable}}}", source=source_id)
         schemes = sorted({scheme.name for binding in bindings for alternative in binding.security
                           for scheme in alternative})
         rows.append({
             "id": source_id,
-            "base_url": base_url,
+            "base_url": resolved_url(base_url, source_id),
             "timeout_ms": 30_000,
             "deny_side_effect_tags": (),
             "auth": {scheme: f"${{{env_name(source_id, scheme)}}}" for scheme in schemes},
@@ -131,16 +132,46 @@ def api_rows(build: Build, tools: list[Tool]) -> list[dict[str, Any]]:
     return rows
 
 
-def _http_row(binding: HttpBinding) -> dict[str, Any]:
+def overridden_url(build: Build, source_id: str) -> str | None:
+    """The project file's `base_url` for the source, if it sets one."""
+    for settings in build.config.openapi:
+        if (settings.id or settings.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]) == source_id and settings.base_url:
+            return settings.base_url
+    return None
+
+
+def source_base_url(build: Build, source_id: str) -> str:
+    override = overridden_url(build, source_id)
+    if override is not None:
+        return override
+    try:
+        servers = build.catalog.source(source_id).info.get("servers") or []
+    except KeyError:
+        servers = []
+    return str(servers[0]) if servers else ""
+
+
+def resolved_url(url: str, source_id: str) -> str:
+    """An absolute URL (or `${ENV}` reference) as it is; a relative one after the run-time origin."""
+    if _ABSOLUTE.match(url) or url.startswith("${"):
+        return url
+    return f"${{{env_name('BASE_URL', source_id)}}}" + (("/" + url.lstrip("/")) if url.strip("/") else "")
+
+
+def _http_row(binding: HttpBinding, api_base: str | None, source_id: str) -> dict[str, Any]:
+    own = resolved_url(binding.base_url, source_id) if binding.base_url and api_base is not None else None
     return {
         "method": binding.method.upper(),
         "path": binding.path,
         "arguments": [
             {"name": a.name, "wire_name": a.wire_name, "location": a.location, "required": a.required,
-             "style": a.style, "explode": a.explode, "whole_body": a.whole_body}
+             "style": a.style, "explode": a.explode, "whole_body": a.whole_body, "content_type": a.content_type,
+             "allow_reserved": a.allow_reserved, "required_in_body": a.required_in_body, "kind": a.kind}
             for a in binding.arguments
         ],
         "body_content_type": binding.body_content_type,
+        "body_required": binding.body_required,
+        "base_url": own if own is not None and own != api_base else None,
         "security": [
             [{"name": s.name, "type": s.type, "scheme": s.scheme, "location": s.location, "param_name": s.param_name}
              for s in alternative]
@@ -149,7 +180,10 @@ def _http_row(binding: HttpBinding) -> dict[str, Any]:
     }
 
 
-def tool_rows(tools: list[Tool], diagnostics: Diagnostics) -> list[dict[str, Any]]:
+def tool_rows(tools: list[Tool], diagnostics: Diagnostics,
+              api_bases: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
+    """`api_bases`: each HTTP API's baked base URL, so a tool's own server is baked only where it differs; None
+    for an API whose URL the project file overrides (the override wins for every operation)."""
     rows = []
     for tool in sorted(tools, key=lambda t: t.id):
         row: dict[str, Any] = {
@@ -166,7 +200,7 @@ def tool_rows(tools: list[Tool], diagnostics: Diagnostics) -> list[dict[str, Any
             row["mcp_tool"] = tool.binding.tool_name
             row["source"] = tool.binding.server
         elif isinstance(tool.binding, HttpBinding):
-            row["http"] = _http_row(tool.binding)
+            row["http"] = _http_row(tool.binding, (api_bases or {}).get(tool.source, ""), tool.source)
         else:
             diagnostics.error(UNROUTABLE_TOOL, "the router cannot call this tool: unknown binding", source=tool.source,
                               tool=tool.id)

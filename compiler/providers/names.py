@@ -74,11 +74,13 @@ def _candidates(tools: list[Tool], mangle: Mangler, config: NamesConfig) -> dict
     return {tool.id: prefixed(tool) if len(sources[plain[tool.id]]) > 1 else plain[tool.id] for tool in tools}
 
 
-def assign_names(tools: Iterable[Tool], target: str, config: NamesConfig) -> tuple[dict[str, str], list[Diagnostic]]:
-    """Provider name for every tool kept (tool id → name), and what was renamed, skipped or refused."""
+def assign_names(tools: Iterable[Tool], target: str, config: NamesConfig,
+                 mangle: Mangler | None = None) -> tuple[dict[str, str], list[Diagnostic]]:
+    """Provider name for every tool kept (tool id → name), and what was renamed, skipped or refused. `mangle`
+    overrides the target's own rules (the names the generated MCP server serves under, `codegen.router_serve`)."""
     from compiler.providers.registry import PROVIDERS  # the dialects import this module for their manglers
 
-    mangle = PROVIDERS[target].mangler
+    mangle = mangle or PROVIDERS[target].mangler
     ordered = sorted(tools, key=lambda t: t.id)
     candidates = _candidates(ordered, mangle, config)
     diagnostics: list[Diagnostic] = []
@@ -99,7 +101,7 @@ def assign_names(tools: Iterable[Tool], target: str, config: NamesConfig) -> tup
                 del names[earlier.id]
                 diagnostics.append(_diag(codes.NAMESAKE, earlier, target, f"overridden by {tool.id} (both {name!r})"))
             else:
-                name = _unique(name, owner, key=tool.id)
+                name = _unique(name, owner, key=tool.id, limit=mangle.max_length)
                 diagnostics.append(_diag(codes.NAMESAKE, tool, target,
                                          f"renamed to {name!r}: {candidates[tool.id]!r} is {earlier.id}'s"))
         elif name != tool.name and not name.endswith(f"{config.separator}{tool.name}"):
@@ -109,11 +111,11 @@ def assign_names(tools: Iterable[Tool], target: str, config: NamesConfig) -> tup
     return names, diagnostics
 
 
-def _unique(name: str, taken: dict[str, Tool], *, key: str) -> str:
+def _unique(name: str, taken: dict[str, Tool], *, key: str, limit: int) -> str:
     n = 2
     while True:
         suffix = f"_{n}"
-        candidate = cap(name, 64 - len(suffix), key=key) + suffix
+        candidate = cap(name, limit - len(suffix), key=key) + suffix
         if candidate not in taken:
             return candidate
         n += 1

@@ -25,9 +25,17 @@ DROPPED_EXTENSIONS = "TC310"
 NOT_SELECTED = "TC311"
 """info: operations left out by `enabled` / `allow_tools` / `deny_tools`, counted once per source."""
 UNKNOWN_FIXED_PARAM = "TC312"
-"""warning: a `fixed_params` entry that names no argument of the tool."""
+"""error: a `fixed_params` (preset) entry that names no argument of the tool: a preset is never dropped."""
 UNKNOWN_SECURITY_SCHEME = "TC313"
 """warning: a security requirement naming a scheme that is not declared."""
 IGNORED_HEADER = "TC314"
 """info: OAS 3 header parameters named Accept, Content-Type or Authorization, ignored as the specification says;
 counted once per source."""
+SERVER_VARIABLE = "TC315"
+"""warning: a server variable with no default, or a default outside its `enum`: the first enum value is used (or the
+`{name}` is left in the URL, and the API's base URL must then come from the project file or the environment)."""
+AMBIGUOUS_PRESET = "TC316"
+"""error: a preset names an argument that a collision rename made ambiguous; the message lists the candidates."""
+BAD_PRESET = "TC317"
+"""error: a preset that cannot be applied (no such path variable, no object body, a credential's key, CR/LF in a
+header or cookie value, not JSON data)."""

@@ -1,8 +1,10 @@
 """Document-level facts: the version, `Source.info`, base URLs, security schemes, and `$ref`s to OpenAPI objects.
 
-Base URL: the config's `base_url`, else the operation's, path item's or document's first `servers[].url` with
-server variables replaced by their defaults (relative URLs are kept as written); Swagger 2.0 builds
-`schemes[0]://host + basePath` (`https` when no scheme is given, just `basePath` when there is no host).
+Base URL, per operation: the config's `base_url`, else the operation's, path item's or document's first
+`servers[].url` (most specific wins) with server variables replaced by their defaults (a default outside its `enum`:
+the enum's first value, TC315); Swagger 2.0 builds `schemes[0]://host + basePath` (`https` when no scheme is given,
+just `basePath` when there is no host). Relative URLs are kept as written here; the router resolves them against
+the origin given at run time in `TOOLC_BASE_URL_<API>` (a local document's own location is no HTTP origin).
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from typing import Any, Literal, NoReturn
 from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpArgument, JsonObject, SecurityScheme
 from compiler.refs import PointerError, resolve_pointer
-from compiler.sources.openapi.codes import BAD_OBJECT, NOT_OPENAPI, UNKNOWN_SECURITY_SCHEME, UNRESOLVED_REF
+from compiler.sources.openapi.codes import (
+    BAD_OBJECT,
+    NOT_OPENAPI,
+    SERVER_VARIABLE,
+    UNKNOWN_SECURITY_SCHEME,
+    UNRESOLVED_REF,
+)
 from compiler.sources.openapi.schema_dialect import SchemaNormalizer, pointer
 
 Dialect = Literal["2.0", "3.0", "3.1"]
@@ -144,35 +152,46 @@ def source_info(document: JsonObject, dialect: Dialect) -> dict[str, Any]:
     return result
 
 
-def base_url(document: JsonObject, dialect: Dialect) -> str:
+def base_url(document: JsonObject, dialect: Dialect, ctx: Context | None = None) -> str:
     if dialect == "2.0":
         return _swagger_base_url(document)
-    return first_server(document.get("servers")) or ""
+    return first_server(document.get("servers"), ctx, "/servers", "") or ""
 
 
-def first_server(servers: Any) -> str | None:
+def first_server(servers: Any, ctx: Context | None = None, where: str = "", tool: str = "") -> str | None:
     if isinstance(servers, list):
-        for server in servers:
-            url = _server_url(server)
+        for index, server in enumerate(servers):
+            url = _server_url(server, ctx, f"{where}/{index}", tool)
             if url is not None:
                 return url
     return None
 
 
-def _server_url(server: Any) -> str | None:
+def _server_url(server: Any, ctx: Context | None = None, where: str = "", tool: str = "") -> str | None:
+    """The URL with each `{variable}` replaced by its default; a default outside the variable's `enum` is replaced by
+    the enum's first value (TC315, when `ctx` is given to report it)."""
     if not isinstance(server, dict) or not isinstance(server.get("url"), str):
         return None
     url: str = server["url"]
     variables = server.get("variables")
-    if isinstance(variables, dict):
-        def substitute(match: re.Match[str]) -> str:
-            variable = variables.get(match.group(1))
-            if isinstance(variable, dict) and variable.get("default") is not None:
-                return str(variable["default"])
-            return match.group(0)
+    variables = variables if isinstance(variables, dict) else {}
 
-        url = _VARIABLE.sub(substitute, url)
-    return url
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        variable = variables.get(name)
+        variable = variable if isinstance(variable, dict) else {}
+        default, enum = variable.get("default"), variable.get("enum")
+        choices = [str(item) for item in enum] if isinstance(enum, list) and enum else None
+        if default is not None and (choices is None or str(default) in choices):
+            return str(default)
+        if ctx is not None:
+            problem = "has no default" if default is None else f"default {default!r} is not in its enum {choices}"
+            chosen = f"{choices[0]!r} is used" if choices else "the URL keeps it"
+            ctx.diagnostics.warning(SERVER_VARIABLE, f"server variable {name!r} {problem}: {chosen}",
+                                    source=ctx.location, tool=tool, pointer=where + "/variables")
+        return choices[0] if choices else match.group(0)
+
+    return _VARIABLE.sub(substitute, url)
 
 
 def _swagger_base_url(document: JsonObject) -> str:

@@ -21,7 +21,6 @@ from compiler.sources.openapi.codes import (
     BAD_OBJECT,
     DUPLICATE_OPERATION_ID,
     MISSING_OPERATION_ID,
-    UNKNOWN_FIXED_PARAM,
 )
 from compiler.sources.openapi.document import Context, Skip, first_server, security_for
 from compiler.sources.openapi.parameters import (
@@ -34,6 +33,7 @@ from compiler.sources.openapi.parameters import (
     request_body,
     swagger_body,
 )
+from compiler.sources.openapi.presets import resolve_presets
 from compiler.sources.openapi.schema_dialect import pointer
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -69,8 +69,8 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
         if "$ref" in raw_item and not ctx.swagger:
             try:
                 resolved, _ = ctx.deref({"$ref": raw_item["$ref"]}, where, tool="", what="path item")
-            except Skip:
-                continue
+            except Skip:  # reported (TC307); the item's own operations are still read, each a tool or a TC302
+                resolved = {}
             item = {**resolved, **{k: v for k, v in raw_item.items() if k != "$ref"}}
         for key, op in item.items():
             if key in methods:
@@ -146,23 +146,24 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         fields.extend(body_fields(ctx, body))
     assign_names(ctx, fields, tool, operation.where)
 
+    security = security_for(ctx, op["security"] if "security" in op else ctx.document.get("security"),
+                            operation.where + "/security" if "security" in op else "/security", tool)
+    has_object_body = body is not None and not any(field.whole_body for field in fields)
+    presets, hidden = resolve_presets(ctx, fields, fixed, security, has_object_body, tool, operation.where)
     properties: JsonObject = {}
     required: list[str] = []
-    fixed_values: dict[str, Any] = {}
     for field in fields:
-        if field.name in fixed:
-            fixed_values[field.name] = fixed[field.name]
+        if id(field) in hidden:
             continue
         properties[field.name] = field.schema
         if field.required:
             required.append(field.name)
-    for name in fixed:
-        if name not in fixed_values:
-            ctx.diagnostics.warning(UNKNOWN_FIXED_PARAM, f"fixed parameter {name!r} is not an argument of the tool",
-                                    source=ctx.location, tool=tool, pointer=operation.where)
     input_schema: JsonObject = {"type": "object", "properties": properties}
     if required:
         input_schema["required"] = required
+    dependent = _body_dependencies([field for field in fields if id(field) not in hidden])
+    if dependent:
+        input_schema["dependentRequired"] = dependent
     input_schema["additionalProperties"] = False
 
     summary, details = _text(op.get("summary")), _text(op.get("description"))
@@ -173,11 +174,11 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     binding = HttpBinding(
         method=method,
         path=operation.path,
-        base_url=_base_url(ctx, op, operation.path_item),
-        arguments=tuple(_argument(ctx, field) for field in fields),
+        base_url=_base_url(ctx, op, operation.path_item, tool, operation.where),
+        arguments=tuple(_argument(ctx, field) for field in fields),  # pinned ones too: the wire keeps their style
         body_content_type=body.content_type if body is not None else None,
-        security=security_for(ctx, op["security"] if "security" in op else ctx.document.get("security"),
-                              operation.where + "/security" if "security" in op else "/security", tool),
+        body_required=body is not None and body.required,
+        security=security,
     )
     return Tool(
         id=tool,
@@ -190,9 +191,18 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         output_schema=output_schema(ctx, op, operation.where, tool),
         risk=risk,
         side_effects=side_effects,
-        fixed_params=fixed_values,
+        fixed_params=presets,
         extra=_extra(op),
     )
+
+
+def _body_dependencies(fields: list[Field]) -> dict[str, list[str]]:
+    """An optional body's required properties, as the input schema says it: any body field given requires them
+    (JSON Schema `dependentRequired`; the router's serializer enforces the same before sending)."""
+    body = [field.name for field in fields if field.location == "body" and not field.whole_body]
+    needed = [field.name for field in fields if field.required_in_body]
+    return {name: [other for other in needed if other != name] for name in body
+            if any(other != name for other in needed)}
 
 
 def _text(value: Any) -> str:
@@ -200,22 +210,26 @@ def _text(value: Any) -> str:
 
 
 def _argument(ctx: Context, field: Field) -> HttpArgument:
-    key = (field.name, field.wire_name, field.location, field.required, field.style, field.explode, field.whole_body)
+    key = (field.name, field.wire_name, field.location, field.required, field.style, field.explode, field.whole_body,
+           field.content_type, field.allow_reserved, field.required_in_body, field.kind)
     argument = ctx.argument_cache.get(key)
     if argument is None:
         argument = ctx.argument_cache[key] = HttpArgument(
             name=field.name, wire_name=field.wire_name, location=field.location, required=field.required,
-            style=field.style, explode=field.explode, whole_body=field.whole_body)
+            style=field.style, explode=field.explode, whole_body=field.whole_body, content_type=field.content_type,
+            allow_reserved=field.allow_reserved, required_in_body=field.required_in_body, kind=field.kind)
     return argument
 
 
-def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject) -> str:
+def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject, tool: str, where: str) -> str:
+    """The most specific `servers` wins: the operation's, the path item's, then the document's (see document.py)."""
     if ctx.base_url_override is not None:
         return ctx.base_url_override
     if not ctx.swagger:
-        url = first_server(op.get("servers")) or first_server(path_item.get("servers"))
-        if url is not None:
-            return url
+        for servers, at in ((op.get("servers"), where), (path_item.get("servers"), where.rsplit("/", 1)[0])):
+            url = first_server(servers, ctx, at + "/servers", tool)
+            if url is not None:
+                return url
     return ctx.base_url
 
 

@@ -4,11 +4,14 @@ Merging: path-item parameters first, in document order; an operation parameter w
 replaces it in place, new ones follow. OAS 3 header parameters named Accept, Content-Type or Authorization are
 ignored, as the specification says (the media types and security schemes decide those headers; TC314).
 
-Bodies: the JSON media type (`application/json` or any `+json`) wins, else the first media type with a schema
-(form-urlencoded, multipart...), recorded as `body_content_type`. An object body (`properties`, possibly through
-`$ref`s to shared schemas and `allOf`) is flattened: each property becomes an argument, required only if the body
-is. Anything else (array, primitive, union, map without properties) is one `body` argument with `whole_body`.
-Swagger 2.0: the `in: body` parameter is the body; `in: formData` parameters make a form body.
+Bodies: a JSON media type (`application/json` first, then any `+json`; JSON Patch last unless the body is an array)
+wins, else the first media type with a schema (form-urlencoded, multipart...), recorded as `body_content_type`. An
+object body (`properties`, possibly through `$ref`s to shared schemas and `allOf`) is flattened: each property
+becomes an argument, required if the body is; in an optional body its required properties are `required_in_body`
+(the input schema says it with `dependentRequired`). Each property keeps its `encoding` (style, explode,
+contentType, allowReserved); multipart parts get the specification's default part types. Anything else (array,
+primitive, union, map without properties) is one `body` argument with `whole_body`. Swagger 2.0: the `in: body`
+parameter is the body; `in: formData` parameters make a form body (`collectionFormat` as their encoding).
 
 Collision rule: the body's properties keep their names; then parameters claim their own names in location order
 path, query, header, cookie (document order within one location). A field whose name is already claimed is
@@ -50,6 +53,10 @@ class Field:
     explode: bool | None = None
     whole_body: bool = False
     name: str = ""
+    content_type: str | None = None
+    allow_reserved: bool = False
+    required_in_body: bool = False
+    kind: str | None = None
 
 
 @dataclass(slots=True)
@@ -100,8 +107,21 @@ def parameter_field(ctx: Context, param: JsonObject, where: str, tool: str) -> F
     if not isinstance(explode, bool):
         explode = style == "form" if style is not None else None
     required = location == "path" or param.get("required") is True
-    ctx.field_cache[id(param)] = (param["name"], location, schema, required, style, explode)
-    return Field(param["name"], location, schema, required, style, explode)
+    content_type = _content_type(param) if not ctx.swagger and "schema" not in param else None
+    allow_reserved = location == "query" and param.get("allowReserved") is True
+    known = (param["name"], location, schema, required, style, explode, False, "", content_type, allow_reserved, False,
+             schema_kind(ctx.schemas.definitions, schema))
+    ctx.field_cache[id(param)] = known
+    return Field(*known)
+
+
+def _content_type(param: JsonObject) -> str | None:
+    content = param.get("content")
+    if isinstance(content, dict):
+        for media_type, media in content.items():
+            if isinstance(media, dict) and "schema" in media:
+                return str(media_type)
+    return None
 
 
 def _parameter_schema(ctx: Context, param: JsonObject, where: str, tool: str) -> Any:
@@ -165,16 +185,13 @@ def request_body(ctx: Context, raw: Any, where: str, tool: str) -> Body | None:
         ctx.diagnostics.warning(BAD_OBJECT, "a request body needs a `content` mapping", source=ctx.location,
                                 tool=tool, pointer=where)
         raise Skip
+    with_schema = [(str(m), media) for m, media in content.items() if isinstance(media, dict) and "schema" in media]
     chosen: tuple[str, JsonObject] | None = None
-    for media_type, media in content.items():
-        if not isinstance(media, dict) or "schema" not in media:
-            continue
-        base = str(media_type).split(";", 1)[0].strip().lower()
-        if base == "application/json" or base.endswith("+json"):
-            chosen = (media_type, media)
-            break
-        if chosen is None:
-            chosen = (media_type, media)
+    json_types = json_first([m for m, _ in with_schema], _is_array(ctx, with_schema))
+    if json_types:
+        chosen = next((m, media) for m, media in with_schema if m == json_types[0])
+    elif with_schema:
+        chosen = with_schema[0]
     required = body.get("required") is True
     if chosen is None:
         if not content:
@@ -193,6 +210,41 @@ def request_body(ctx: Context, raw: Any, where: str, tool: str) -> Body | None:
     return Body(schema, required, str(media_type), encoding if isinstance(encoding, dict) else {})
 
 
+def json_first(media_types: list[str], array_body: bool) -> list[str]:
+    """The JSON media types (`application/json`, `+json`), best first: `application/json`, then the others in
+    document order, JSON Patch last unless the body is an array (a JSON Patch document is an array of operations:
+    Kubernetes' PATCH lists it first for an object body, which is then sent as a merge patch)."""
+    def base(media_type: str) -> str:
+        return media_type.split(";", 1)[0].strip().lower()
+
+    found = [m for m in media_types if base(m) == "application/json" or base(m).endswith("+json")]
+    patch = [m for m in found if base(m) == "application/json-patch+json"]
+    rest = [m for m in found if m not in patch]
+    rest.sort(key=lambda m: base(m) != "application/json")
+    return patch + rest if array_body and patch else rest + patch
+
+
+def _is_array(ctx: Context, with_schema: list[tuple[str, JsonObject]]) -> bool:
+    """Whether a JSON Patch media type of the body has an array schema (then it may be the one sent)."""
+    return any(_is_array_schema(ctx.schemas.definitions, media.get("schema"), 0) for media_type, media in with_schema
+               if "json-patch" in media_type.lower())
+
+
+def _is_array_schema(definitions: dict[str, Any], schema: Any, depth: int) -> bool:
+    resolved = resolved_schema(definitions, schema, depth)
+    return isinstance(resolved, dict) and resolved.get("type") == "array"
+
+
+def resolved_schema(definitions: dict[str, Any], schema: Any, depth: int = 0) -> Any:
+    """`schema` with `$ref`s to shared schemas followed (raw OpenAPI `#/components/schemas/` refs too)."""
+    while depth < 16 and isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref: str = schema["$ref"]
+        name = ref.rsplit("/", 1)[-1]
+        schema = definitions.get(unescape_token(name), definitions.get(name))
+        depth += 1
+    return schema
+
+
 def swagger_body(ctx: Context, op: JsonObject, body: tuple[JsonObject, str] | None,
                  form: list[tuple[JsonObject, str]], tool: str) -> Body | None:
     consumes = op.get("consumes", ctx.document.get("consumes"))
@@ -206,7 +258,7 @@ def swagger_body(ctx: Context, op: JsonObject, body: tuple[JsonObject, str] | No
         schema, ok = ctx.schemas.entry(param["schema"], where + "/schema", tool)
         if not ok:
             raise Skip
-        json_types = [c for c in consumes if c.split(";")[0].strip().lower().endswith(("/json", "+json"))]
+        json_types = json_first(consumes, _is_array_schema(ctx.schemas.definitions, schema, 0))
         concrete = [c for c in consumes if "*" not in c]
         content_type = (json_types or concrete or ["application/json"])[0]
         return Body(schema, param.get("required") is True, content_type, {})
@@ -214,33 +266,79 @@ def swagger_body(ctx: Context, op: JsonObject, body: tuple[JsonObject, str] | No
         return None
     properties: JsonObject = {}
     required: list[str] = []
+    encoding: JsonObject = {}
     for param, where in form:
         properties[param["name"]] = _parameter_schema(ctx, param, where, tool)
         if param.get("required") is True:
             required.append(param["name"])
+        style, explode = _swagger_style(param, "query")
+        if style is not None:  # collectionFormat: csv is `form` without explode, multi is `form` exploded
+            encoding[param["name"]] = {"style": style, "explode": explode}
+        if param.get("type") == "file":
+            encoding.setdefault(param["name"], {})["contentType"] = "application/octet-stream"
     has_file = any(param.get("type") == "file" for param, _ in form)
     forms = [c for c in consumes if c.split(";")[0].strip().lower() in _FORM_TYPES]
     content_type = "multipart/form-data" if has_file else forms[0] if forms else _FORM_TYPES[0]
     form_schema: JsonObject = {"type": "object", "properties": properties}
     if required:
         form_schema["required"] = required
-    return Body(form_schema, True, content_type, {})
+    return Body(form_schema, bool(required), content_type, encoding)
 
 
 def body_fields(ctx: Context, body: Body) -> list[Field]:
     flat = object_properties(ctx.schemas.definitions, body.schema, 0)
     if flat is None:
-        return [Field("body", "body", body.schema, body.required, whole_body=True)]
+        return [Field("body", "body", body.schema, body.required, whole_body=True,
+                      kind=schema_kind(ctx.schemas.definitions, body.schema))]
     properties, required = flat
+    media = body.content_type.split(";", 1)[0].strip().lower()
     fields = []
     for name, schema in properties.items():
         encoding = body.encoding.get(name)
-        style = explode = None
+        style = explode = content_type = None
+        allow_reserved = False
         if isinstance(encoding, dict):
             style = encoding.get("style") if isinstance(encoding.get("style"), str) else None
             explode = encoding.get("explode") if isinstance(encoding.get("explode"), bool) else None
-        fields.append(Field(name, "body", schema, body.required and name in required, style, explode))
+            content_type = encoding.get("contentType") if isinstance(encoding.get("contentType"), str) else None
+            allow_reserved = encoding.get("allowReserved") is True
+        if media == "multipart/form-data" and content_type is None:
+            content_type = _part_type(ctx.schemas.definitions, schema)
+        fields.append(Field(name, "body", schema, body.required and name in required, style, explode,
+                            content_type=content_type, allow_reserved=allow_reserved,
+                            required_in_body=not body.required and name in required,
+                            kind=schema_kind(ctx.schemas.definitions, schema)))
     return fields
+
+
+def schema_kind(definitions: dict[str, Any], schema: Any) -> str | None:
+    """The one JSON type a value of `schema` has (null aside), or None when it may have several."""
+    resolved = resolved_schema(definitions, schema)
+    if not isinstance(resolved, dict):
+        return None
+    kind = resolved.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if kind is None and "properties" in resolved and not any(k in resolved for k in ("anyOf", "oneOf")):
+        kind = "object"
+    return kind if isinstance(kind, str) else None
+
+
+def _part_type(definitions: dict[str, Any], schema: Any) -> str:
+    """OAS `encoding.contentType` defaults for a multipart part: binary strings are octet-streams, objects (and
+    arrays of them) JSON, other primitives text/plain."""
+    resolved = resolved_schema(definitions, schema)
+    if isinstance(resolved, dict) and resolved.get("type") == "array":
+        resolved = resolved_schema(definitions, resolved.get("items"))
+    if not isinstance(resolved, dict):
+        return "text/plain"
+    if resolved.get("format") == "binary" or "contentMediaType" in resolved:
+        return "application/octet-stream"
+    kind = resolved.get("type")
+    if kind == "object" or (kind is None and ("properties" in resolved or "$ref" in resolved)):
+        return "application/json"
+    return "text/plain"
 
 
 def object_properties(definitions: dict[str, Any], schema: Any, depth: int) -> tuple[JsonObject, set[str]] | None:

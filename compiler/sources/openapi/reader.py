@@ -70,8 +70,10 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
 
     schemas = SchemaNormalizer(document, swagger=dialect == "2.0", source=location, diagnostics=diagnostics)
     ctx = Context(document=document, dialect=dialect, source_id=source_id, location=location,
-                  diagnostics=diagnostics, schemas=schemas, base_url=base_url(document, dialect),
+                  diagnostics=diagnostics, schemas=schemas,
                   base_url_override=config.base_url if config is not None else None)
+    if ctx.base_url_override is None:
+        ctx.base_url = base_url(document, dialect, ctx)
     operations, callbacks = find_operations(ctx, paths)
     if callbacks or webhooks:
         counted = [f"{n} {what}(s)" for n, what in ((callbacks, "callback"), (webhooks, "webhook")) if n]

@@ -8,6 +8,7 @@ Tools: 64; MCP servers: 7; HTTP APIs: 2.
 
 from ._types import InvocationContext, RouterError, ToolResult, ToolSpec
 from .audit import AuditEvent, AuditSink, MemoryAuditSink, SqliteAuditSink
+from .audit_pg import PostgresAuditSink
 from .policy import GATE_ORDER, Gate, PolicyDecision
 from .router import (
     Router,
@@ -27,6 +28,7 @@ __all__ = [
     "InvocationContext",
     "MemoryAuditSink",
     "PolicyDecision",
+    "PostgresAuditSink",
     "Router",
     "RouterError",
     "SqliteAuditSink",

@@ -579,10 +579,11 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='POST',
             path='/pets',
             arguments=(
-                HttpArg('name', 'name', 'body', required=True, style=None, explode=None, whole_body=False),
-                HttpArg('tag', 'tag', 'body', required=False, style=None, explode=None, whole_body=False),
+                HttpArg('name', 'name', 'body', required=True, style=None, explode=None, whole_body=False, kind='string'),
+                HttpArg('tag', 'tag', 'body', required=False, style=None, explode=None, whole_body=False, kind='string'),
             ),
             body_content_type='application/json',
+            body_required=True,
             security=(
                 (
                     AuthScheme('bearer', 'http', scheme='bearer', location=None, param_name=None),
@@ -601,9 +602,10 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='POST',
             path='/pets/batch',
             arguments=(
-                HttpArg('body', 'body', 'body', required=True, style=None, explode=None, whole_body=True),
+                HttpArg('body', 'body', 'body', required=True, style=None, explode=None, whole_body=True, kind='array'),
             ),
             body_content_type='application/json',
+            body_required=True,
             security=(
                 (
                     AuthScheme('bearer', 'http', scheme='bearer', location=None, param_name=None),
@@ -622,8 +624,8 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='GET',
             path='/pets/{id}',
             arguments=(
-                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False),
-                HttpArg('X-Trace-Id', 'X-Trace-Id', 'header', required=False, style='simple', explode=False, whole_body=False),
+                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False, kind='integer'),
+                HttpArg('X-Trace-Id', 'X-Trace-Id', 'header', required=False, style='simple', explode=False, whole_body=False, kind='string'),
             ),
             body_content_type=None,
             security=(
@@ -644,7 +646,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='GET',
             path='/pets',
             arguments=(
-                HttpArg('limit', 'limit', 'query', required=False, style='form', explode=True, whole_body=False),
+                HttpArg('limit', 'limit', 'query', required=False, style='form', explode=True, whole_body=False, kind='integer'),
             ),
             body_content_type=None,
             security=(
@@ -665,10 +667,11 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='PUT',
             path='/pets/{id}/raw',
             arguments=(
-                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False),
-                HttpArg('body', 'body', 'body', required=True, style=None, explode=None, whole_body=True),
+                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False, kind='integer'),
+                HttpArg('body', 'body', 'body', required=True, style=None, explode=None, whole_body=True, kind='string'),
             ),
             body_content_type='application/octet-stream',
+            body_required=True,
             security=(
                 (
                     AuthScheme('bearer', 'http', scheme='bearer', location=None, param_name=None),
@@ -687,8 +690,8 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='PATCH',
             path='/pets',
             arguments=(
-                HttpArg('name', 'name', 'body', required=False, style=None, explode=None, whole_body=False),
-                HttpArg('tag', 'tag', 'body', required=False, style=None, explode=None, whole_body=False),
+                HttpArg('name', 'name', 'body', required=False, style=None, explode=None, whole_body=False, required_in_body=True, kind='string'),
+                HttpArg('tag', 'tag', 'body', required=False, style=None, explode=None, whole_body=False, kind='string'),
             ),
             body_content_type='application/merge-patch+json',
             security=(
@@ -709,15 +712,16 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='PUT',
             path='/pets/{id}',
             arguments=(
-                HttpArg('id_path', 'id', 'path', required=True, style='simple', explode=False, whole_body=False),
-                HttpArg('X-Trace-Id', 'X-Trace-Id', 'header', required=False, style='simple', explode=False, whole_body=False),
-                HttpArg('dryRun', 'dryRun', 'query', required=False, style='form', explode=True, whole_body=False),
-                HttpArg('tags', 'tags', 'query', required=False, style='form', explode=False, whole_body=False),
-                HttpArg('session', 'session', 'cookie', required=True, style='form', explode=True, whole_body=False),
-                HttpArg('id', 'id', 'body', required=True, style=None, explode=None, whole_body=False),
-                HttpArg('name', 'name', 'body', required=True, style=None, explode=None, whole_body=False),
+                HttpArg('id_path', 'id', 'path', required=True, style='simple', explode=False, whole_body=False, kind='integer'),
+                HttpArg('X-Trace-Id', 'X-Trace-Id', 'header', required=False, style='simple', explode=False, whole_body=False, kind='string'),
+                HttpArg('dryRun', 'dryRun', 'query', required=False, style='form', explode=True, whole_body=False, kind='boolean'),
+                HttpArg('tags', 'tags', 'query', required=False, style='form', explode=False, whole_body=False, kind='array'),
+                HttpArg('session', 'session', 'cookie', required=True, style='form', explode=True, whole_body=False, kind='string'),
+                HttpArg('id', 'id', 'body', required=True, style=None, explode=None, whole_body=False, kind='integer'),
+                HttpArg('name', 'name', 'body', required=True, style=None, explode=None, whole_body=False, kind='string'),
             ),
             body_content_type='application/json',
+            body_required=True,
             security=(
                 (
                     AuthScheme('apiKey', 'apiKey', scheme=None, location='header', param_name='X-API-Key'),
@@ -738,9 +742,9 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='POST',
             path='/pets/{id}/photo',
             arguments=(
-                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False),
-                HttpArg('caption', 'caption', 'body', required=False, style=None, explode=None, whole_body=False),
-                HttpArg('labels', 'labels', 'body', required=False, style='deepObject', explode=True, whole_body=False),
+                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False, kind='integer'),
+                HttpArg('caption', 'caption', 'body', required=False, style=None, explode=None, whole_body=False, required_in_body=True, kind='string'),
+                HttpArg('labels', 'labels', 'body', required=False, style='deepObject', explode=True, whole_body=False, kind='array'),
             ),
             body_content_type='application/x-www-form-urlencoded',
             security=(
@@ -761,10 +765,11 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='POST',
             path='/pets',
             arguments=(
-                HttpArg('name', 'name', 'body', required=True, style=None, explode=None, whole_body=False),
-                HttpArg('tag', 'tag', 'body', required=False, style=None, explode=None, whole_body=False),
+                HttpArg('name', 'name', 'body', required=True, style=None, explode=None, whole_body=False, kind='string'),
+                HttpArg('tag', 'tag', 'body', required=False, style=None, explode=None, whole_body=False, kind='string'),
             ),
             body_content_type='application/json',
+            body_required=True,
             security=(
             ),
         ),
@@ -780,7 +785,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='DELETE',
             path='/pets/{id}',
             arguments=(
-                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False),
+                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False, kind='integer'),
             ),
             body_content_type=None,
             security=(
@@ -798,7 +803,7 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='GET',
             path='/pets/{id}',
             arguments=(
-                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False),
+                HttpArg('id', 'id', 'path', required=True, style='simple', explode=False, whole_body=False, kind='integer'),
             ),
             body_content_type=None,
             security=(
@@ -816,8 +821,8 @@ TOOLS: Final[Mapping[str, ToolSpec]] = {
             method='GET',
             path='/pets',
             arguments=(
-                HttpArg('tags', 'tags', 'query', required=False, style='form', explode=True, whole_body=False),
-                HttpArg('limit', 'limit', 'query', required=False, style='form', explode=True, whole_body=False),
+                HttpArg('tags', 'tags', 'query', required=False, style='form', explode=True, whole_body=False, kind='array'),
+                HttpArg('limit', 'limit', 'query', required=False, style='form', explode=True, whole_body=False, kind='integer'),
             ),
             body_content_type=None,
             security=(

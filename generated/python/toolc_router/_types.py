@@ -29,6 +29,10 @@ class HttpArg:
     style: str | None = None
     explode: bool | None = None
     whole_body: bool = False
+    content_type: str | None = None
+    allow_reserved: bool = False
+    required_in_body: bool = False
+    kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,9 @@ class HttpSpec:
     arguments: tuple[HttpArg, ...]
     body_content_type: str | None = None
     security: tuple[tuple[AuthScheme, ...], ...] = ()
+    base_url: str | None = None
+    """The operation's own server when it differs from its API's `base_url`."""
+    body_required: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,7 @@ class ToolSpec:
     risk: int
     side_effects: tuple[str, ...] = ()
     fixed_params: Mapping[str, Any] = field(default_factory=dict)
+    """Presets: for an MCP tool by argument name; for an HTTP operation by location, then wire name."""
     mcp_tool: str | None = None
     http: HttpSpec | None = None
     aliases: tuple[str, ...] = ()

@@ -151,6 +151,7 @@ async def route(router: Router, target: str, name: str, raw_arguments: Any, call
     if entry is not None and malformed is None:
         arguments = to_tool_arguments(entry, arguments)
     # Unknown names and malformed arguments still go through the router, so the refusal is audited like any other.
-    result = await router.checked_call(entry.tool_id if entry is not None else name, arguments, context, malformed)
+    result = await router.checked_call(entry.tool_id if entry is not None else name, arguments, context, malformed,
+                                       call_id=call_id)
     result.call_id = call_id
     return result

@@ -8,7 +8,8 @@
       └ tool_invocation_end
 
 Fail closed throughout: a gate or validator that raises denies, an audit sink that cannot store the start event
-refuses the call. Errors returned to the caller and every audit row go through `redact` first (then are cut).
+refuses the call. The audit goes to SQLite, or to PostgreSQL when a DSN is configured (`audit_pg`); each call is
+an OpenTelemetry span when the application configured an SDK (`telemetry`). Errors returned to the caller and every audit row go through `redact` first (then are cut).
 A raised exception is turned into a result; its cause is logged at DEBUG on this module's logger.
 """
 
@@ -25,8 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp.types import CallToolResult
+from opentelemetry import trace
 
-from . import providers
+from . import providers, telemetry
 from ._env import check_environment
 from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
 from ._types import InvocationContext, PolicySpec, RouterError, ToolResult, ToolSpec
@@ -37,8 +39,8 @@ from .audit import (
     POLICY_VIOLATION,
     AuditEvent,
     AuditSink,
-    SqliteAuditSink,
 )
+from .audit_pg import configured_sink
 from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
@@ -64,6 +66,7 @@ class Router:
         policy: PolicySpec = POLICY,
         environ: Mapping[str, str] | None = None,
         default_context: InvocationContext | None = None,
+        trace_content: bool | None = None,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
@@ -74,8 +77,10 @@ class Router:
         )
         self._limit = policy.max_concurrency
         if audit_sink is None:
-            audit_sink = SqliteAuditSink(self._environ.get(AUDIT_DB_ENV) or policy.audit_db)
+            audit_sink = configured_sink(self._environ, self._environ.get(AUDIT_DB_ENV) or policy.audit_db)
         self.audit: AuditSink = audit_sink
+        self.trace_content = telemetry.capture_from_env() if trace_content is None else trace_content
+        """Record the model's arguments and the result on spans (redacted); off by default."""
         self.default_context = default_context or InvocationContext()
         self.validator = ArgumentValidator()
         self._factories: dict[str, ServerFactory] = {}
@@ -105,12 +110,24 @@ class Router:
         return await self.checked_call(tool_id, {} if arguments is None else arguments, context)
 
     async def checked_call(self, tool_id: str, arguments: Any, context: InvocationContext | None,
-                           malformed: str | None = None) -> ToolResult:
+                           malformed: str | None = None, *, call_id: str | None = None) -> ToolResult:
         """`call_tool` for arguments of any shape (a provider's raw tool call); `malformed` refuses them as given."""
         context = context or self.default_context
         invocation_id = uuid.uuid4().hex
         tool = TOOLS.get(tool_id)
-        secrets = secret_values(SECRET_ENV, self._environ, (context.admin_token,))
+        secrets = secret_values(SECRET_ENV, self._environ,
+                                (context.admin_token, *getattr(self.audit, "secrets", ())))
+        tracer = telemetry.tracer()
+        if tracer is None:  # no OpenTelemetry SDK configured: no span, no cost
+            return await self._checked_call(tool_id, tool, arguments, context, malformed, invocation_id, secrets)
+        span = telemetry.start(tracer, tool_id, tool, invocation_id, call_id, secrets)
+        with trace.use_span(span, end_on_exit=False):  # spans of the MCP / HTTP clients nest under this one
+            result = await self._checked_call(tool_id, tool, arguments, context, malformed, invocation_id, secrets)
+        telemetry.finish(span, result, arguments, self.trace_content, secrets)
+        return result
+
+    async def _checked_call(self, tool_id: str, tool: ToolSpec | None, arguments: Any, context: InvocationContext,
+                            malformed: str | None, invocation_id: str, secrets: list[str]) -> ToolResult:
         try:
             decision = await self.policy.check(tool, tool_id, context)
         except Exception:
@@ -131,10 +148,11 @@ class Router:
             events.append(self._event(POLICY_VIOLATION, invocation_id, tool_id, context, secrets,
                                       {"gate": decision.gate, "reason": decision.reason}))
         try:
-            self._record(events)
+            await self._record(events)
         except Exception as exc:
             logger.debug("audit sink refused %s", tool_id, exc_info=True)
-            return ToolResult.failure(f"audit unavailable ({type(exc).__name__}); call refused", tool_id=tool_id,
+            why = redact(f"{type(exc).__name__}: {exc}", secrets, limit=300)
+            return ToolResult.failure(f"audit unavailable ({why}); call refused", tool_id=tool_id,
                                       invocation_id=invocation_id, denied_by="audit")
         if not allowed or tool is None:
             return ToolResult.failure(redact(f"denied by {decision.gate}: {decision.reason}", secrets),
@@ -158,11 +176,12 @@ class Router:
         if result.error:
             end["error"] = result.error
         try:
-            self._record([self._event(INVOCATION_END, invocation_id, tool_id, context, secrets, end)])
+            await self._record([self._event(INVOCATION_END, invocation_id, tool_id, context, secrets, end)])
         except Exception as exc:
             logger.debug("audit sink refused the end of %s", tool_id, exc_info=True)
             result.is_error = True
-            result.error = f"the call ran but its end could not be audited ({type(exc).__name__})"
+            why = redact(f"{type(exc).__name__}: {exc}", secrets, limit=300)
+            result.error = f"the call ran but its end could not be audited ({why})"
         return result
 
     async def call_openai_tool_call(self, tool_call: Any, *, context: InvocationContext | None = None) -> ToolResult:
@@ -194,8 +213,13 @@ class Router:
         return AuditEvent(event_type, invocation_id, redact(tool_id, secrets), time.time(), context.task_id,
                           context.project_id, context.mode, redact_data(payload, secrets))
 
-    def _record(self, events: list[AuditEvent]) -> None:
-        """Store `events` before returning (one transaction where the sink offers `emit_many`)."""
+    async def _record(self, events: list[AuditEvent]) -> None:
+        """Store `events` before returning (one transaction where the sink offers `emit_many`); a sink with
+        `aemit_many` (PostgreSQL) is awaited, so the loop runs other calls while their commits are grouped."""
+        many_async = getattr(self.audit, "aemit_many", None)
+        if many_async is not None:
+            await many_async(events)
+            return
         many = getattr(self.audit, "emit_many", None)
         if many is not None:
             many(events)
