@@ -82,5 +82,13 @@ class Build:
         self.files[path] = content
 
     def report_extra(self) -> dict[str, Any]:
-        """What `--report` adds to the diagnostics: per-target sizes."""
-        return {"targets": {target: dict(output.summary) for target, output in self.providers.items()}}
+        """What `--report` adds to the diagnostics: per-target sizes and tokens, and each toolset's per target."""
+        extra: dict[str, Any] = {"targets": {target: dict(output.summary) for target, output in self.providers.items()}}
+        index = self.files.get("schemas/toolsets/index.json")
+        if index is not None:
+            import orjson
+
+            sets = orjson.loads(index)["toolsets"]
+            extra["toolsets"] = {name: {target: {"tools": row["tools"], "tokens": row["tokens"]}
+                                        for target, row in entry["targets"].items()} for name, entry in sets.items()}
+        return extra

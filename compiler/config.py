@@ -8,6 +8,7 @@ here and expanded only where a value is used (so secrets never reach recordings 
 from __future__ import annotations
 
 import difflib
+import re
 import shlex
 import types
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic_core import ErrorDetails
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.limits import Limits
 from compiler.loading import load_document
-from compiler.providers.registry import TARGETS
+from compiler.providers.registry import ALIASES, TARGETS
 from compiler.server_shapes import ShapeError, normalize_server_shapes
 from compiler.sources.detect import detect_kind
 
@@ -116,6 +117,29 @@ class ProvidersConfig(_Strict):
     """Gemini declarations carry `parameters` (OpenAPI subset) or `parametersJsonSchema` (JSON Schema)."""
 
 
+class ToolsetsConfig(_Strict):
+    """How tools are grouped into toolsets (`compiler.providers.toolsets`): each fits its provider's request limits
+    and is written as `schemas/toolsets/<name>.<target>.json`."""
+
+    group_by: Literal["auto", "tag", "path", "server"] = "auto"
+    """Tools no glob names: by MCP server / OpenAPI document, then its first tag (`tag`) or path segment (`path`);
+    `auto`: a document's tag, else its first path segment; an MCP server's tools stay one set."""
+    globs: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Toolset name → globs on tool ids or names (a tool may be in several toolsets)."""
+    max_tools: int | None = Field(default=None, gt=0)
+    """Split a toolset above this many tools (default: the smallest request limit of the targets)."""
+    discovery: bool = True
+    """Also emit the discovery form (`schemas/discovery.<target>.json`: search, describe, call by id)."""
+
+    @field_validator("globs")
+    @classmethod
+    def _names(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        for name in value:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,47}", name):
+                raise ValueError(f"toolset name {name!r}: lower-case letters, digits, '_' and '-' (at most 48)")
+        return value
+
+
 class PolicyConfig(_Strict):
     """The router's policy, baked into generated code (seed 000's gates)."""
 
@@ -158,6 +182,22 @@ class Config(_Strict):
     resolver: ResolverConfig = ResolverConfig()
     policy: PolicyConfig = PolicyConfig()
     providers: ProvidersConfig = ProvidersConfig()
+    toolsets: ToolsetsConfig = ToolsetsConfig()
+    budgets: dict[str, int] = Field(default_factory=dict)
+    """Token budget per target or alias (`openai: 20000`): no tools file toolc writes for it may cost more."""
+
+    @field_validator("budgets")
+    @classmethod
+    def _budget_targets(cls, value: dict[str, int]) -> dict[str, int]:
+        known = [*TARGETS, *(alias for alias in ALIASES if alias != "all")]
+        for key, tokens in value.items():
+            if key not in known:
+                near = difflib.get_close_matches(key, known, n=1)
+                raise ValueError(f"budgets: unknown target {key!r}" + (f"; did you mean {near[0]!r}?" if near else
+                                                                       f"; choose from {', '.join(known)}"))
+            if tokens <= 0:
+                raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
+        return value
     audit: AuditConfig = AuditConfig()
     limits: Limits = Limits()
     """Resource limits (`compiler.limits`): document size, nesting, aliases, numbers, names, memory."""

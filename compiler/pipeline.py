@@ -1,6 +1,7 @@
 """The only place that orders the stages (`_STAGES`, run by `compile_project` under the project's limits):
 
-    config ─► read sources ─► Catalog ─► catalog.json ─► providers (schemas/) ─► codegen (python/) ─► lock ─► write
+    config ─► read sources ─► Catalog ─► catalog.json ─► providers (schemas/) ─► fit (toolsets, tokens)
+           ─► codegen (python/) ─► lock ─► write
 
 Each stage adds its files to the `Build` and hands on a typed value the later ones read (`build.py`).
 """
@@ -23,6 +24,7 @@ from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
 from compiler.providers.emit import emit_providers
+from compiler.providers.fit import emit_fit
 from compiler.providers.registry import PROVIDERS
 from compiler.refs import RefResolver
 from compiler.sources.detect import detect_kind
@@ -201,6 +203,10 @@ def _providers(build: Build) -> None:
     build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
 
 
+def _fit(build: Build) -> None:
+    emit_fit(build)                            # toolsets, discovery/deferred forms, token counts, budgets
+
+
 def _codegen(build: Build) -> None:
     build.codegen = emit_python(build)         # python/: stubs and router (reads the providers' name maps)
 
@@ -210,7 +216,8 @@ def _lock(build: Build) -> None:
 
 
 _STAGES: tuple[tuple[str, Callable[[Build], None]], ...] = (
-    ("catalog.json", _catalog), ("schemas/", _providers), ("python/", _codegen), ("toolc.lock", _lock))
+    ("catalog.json", _catalog), ("schemas/", _providers), ("schemas/ (fit)", _fit), ("python/", _codegen),
+    ("toolc.lock", _lock))
 """The stages after reading, in order; each hands on a typed value the later ones read (`build.py`)."""
 
 

@@ -38,7 +38,7 @@ def test_emits_tools_and_name_maps_for_every_target() -> None:
         assert all(validate(target, d) == [] for d in definitions)
         summary = build.providers[target].summary
         assert summary["bytes"] == len(build.files[f"schemas/{target}.json"])
-        assert 0 < summary["estimated_tokens"] < summary["bytes"]
+        assert 0 < summary["tokens"] < summary["bytes"] and summary["fits_one_request"] is True
 
 
 def test_output_is_deterministic() -> None:
@@ -94,13 +94,14 @@ def test_explain_shows_source_lowered_and_losses() -> None:
 
 def test_explain_lists_every_strict_obstacle(tmp_path: Path) -> None:
     listing = {"tools": [{"name": "t", "inputSchema": {"type": "object", "properties": {
-        "m": {"type": "object", "additionalProperties": {"type": "string"}}, "xs": {"type": "array"}}}}]}
+        "m": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+        "c": {"allOf": [{"type": "string"}, {"type": "integer"}]}}}}]}
     path = tmp_path / "l.json"
     path.write_text(json.dumps(listing))
     out = CliRunner().invoke(main, ["explain", "t", "-p", "openai-responses", "--json", str(path)])
     data = json.loads(out.output)
     reasons = next(loss["message"] for loss in data["losses"] if loss["code"] == codes.NOT_STRICT)
-    assert "open object" in reasons and "typed items" in reasons
+    assert "open object" in reasons and "allOf members conflict" in reasons
     assert data["definition"]["strict"] is False
 
 

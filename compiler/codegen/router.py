@@ -12,7 +12,10 @@ its diagnostics.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jinja2
+import orjson
 
 from compiler.build import Build
 from compiler.codegen.env import render
@@ -28,7 +31,11 @@ from compiler.codegen.router_tables import (
     server_rows,
     tool_rows,
 )
-from compiler.ir import HttpBinding, McpBinding
+from compiler.diagnostics import Diagnostics
+from compiler.ir import HttpBinding, McpBinding, Tool
+from compiler.providers.fit import toolsets_of
+from compiler.refs import RefResolver
+from compiler.serialize import compact_json
 
 PACKAGE = "toolc_router"
 RENDER_FAILED = "TC636"
@@ -40,6 +47,7 @@ MODULES = (
     "_types.py",
     "audit.py",
     "audit_pg.py",
+    "discovery.py",
     "http_dispatch.py",
     "mcp_dispatch.py",
     "policy.py",
@@ -108,5 +116,22 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/py.typed"] = b""
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
+    files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)
     files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
     return files
+
+
+def discovery_catalog(build: Build, routed: list[Tool]) -> bytes:
+    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas)."""
+    index_file = build.files.get("schemas/toolsets/index.json")
+    index = orjson.loads(index_file) if index_file else {}
+    # A resolver of its own: bundling what the providers stage already resolved reports nothing new to the build.
+    resolver = RefResolver(Diagnostics(), max_depth=build.config.resolver.max_depth,
+                           node_budget=build.config.resolver.node_budget)
+    tools: dict[str, Any] = {}
+    for tool in sorted(routed, key=lambda item: item.id):
+        schema = resolver.bundle(tool.input_schema, build.catalog.definitions_for(tool), source=tool.source,
+                                       tool=tool.id)
+        tools[tool.id] = {"name": tool.name, "description": tool.description or tool.title or "",
+                          "toolsets": toolsets_of(index, tool.id), "input_schema": schema}
+    return compact_json({"format": 1, "tools": tools}) + b"\n"

@@ -1,5 +1,6 @@
 """`toolc explain TOOL --provider P [-c toolc.yaml | PATH...]`: one tool's source schema, what a provider gets,
-and every loss on the way (with all the reasons a strict lowering was refused, not just the first)."""
+every loss on the way (with all the reasons a strict lowering was refused, not just the first), the reversible
+transforms among them, its token cost for that provider and the toolsets it is in."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severit
 from compiler.ir import Catalog, Tool
 from compiler.providers import codes
 from compiler.providers.dialect import LowerEnv
+from compiler.providers.fit import REVERSIBLE, limit_for
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.names import assign_names
-from compiler.providers.registry import ALIASES
+from compiler.providers.registry import ALIASES, PROVIDERS
+from compiler.providers.tokens import count_json, method
+from compiler.providers.toolsets import plan_toolsets
 from compiler.serialize import canonical_json
 
 
@@ -48,6 +52,12 @@ def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target:
         result.update(name=names[tool.id], definition=lowered.definition if lowered else None,
                       strict=lowered.strict if lowered else None, name_map_entry=entry)
     result["losses"] = [d.to_json() for d in losses]
+    result["transforms"] = [d.to_json() for d in losses if d.code in REVERSIBLE]
+    result["tokens"] = ({"count": count_json(result["definition"]), "method": method(PROVIDERS[target].tokenizer_exact)}
+                        if result.get("definition") else None)
+    targets = config.targets or (target,)
+    toolsets, _empty = plan_toolsets(catalog.tools, config.toolsets, limit_for(targets, config))
+    result["toolsets"] = [toolset.name for toolset in toolsets if tool.id in toolset.tool_ids]
     return result
 
 
@@ -61,6 +71,13 @@ def _print_text(result: dict[str, Any]) -> None:
     if result.get("name_map_entry"):
         click.echo("\n## name map entry")
         click.echo(canonical_json(result["name_map_entry"]).decode().rstrip())
+    click.echo(f"\n## reversible transforms ({len(result['transforms'])}; the router undoes them before the call)")
+    for item in result["transforms"]:
+        click.echo(f"{item['pointer'] or '/'}: [{item['code']}] {item['message']}")
+    tokens = result.get("tokens")
+    click.echo("\n## tokens")
+    click.echo(f"{tokens['count']} ({tokens['method']})" if tokens else "(not emitted)")
+    click.echo(f"\n## toolsets\n{', '.join(result['toolsets']) or '(none)'}")
     click.echo(f"\n## losses ({len(result['losses'])})")
     for loss in result["losses"]:
         click.echo(f"{loss['pointer'] or '/'}: {loss['severity']}[{loss['code']}]: {loss['message']}")

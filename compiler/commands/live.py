@@ -28,6 +28,7 @@ from compiler.commands.support import (
     inputs_options,
     load_inputs,
     load_project,
+    parse_targets,
     print_diagnostics,
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config, ServerConfig
@@ -158,14 +159,21 @@ def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, u
 @click.option("--live", is_flag=True, help="Ask the MCP servers instead of reading their recordings.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too.")
+@click.option("--tokens", is_flag=True,
+              help="Also lower for the targets and show each tool's token cost, its toolsets and per-target totals.")
+@click.option("--target", "targets", help="With --tokens: comma-separated targets (default: the project's).")
 @guarded
-def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json: bool, verbose: bool) -> None:
+def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json: bool, verbose: bool, tokens: bool,
+                 targets: str | None) -> None:
     """List the tools of the project (recordings, OpenAPI documents, or --live servers) or of the documents given
-    as PATHs, with risk and side effects."""
+    as PATHs, with risk and side effects (and, with --tokens, what each costs per target)."""
     from compiler.pipeline import project_inputs, read_catalog
     from compiler.refs import RefResolver
 
     config, inputs = load_inputs(paths, config_path)
+    if tokens:
+        _list_tokens(config, inputs, live=live, as_json=as_json, verbose=verbose, targets=parse_targets(targets))
+        return
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
     catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
@@ -180,6 +188,43 @@ def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json
     click.echo(f"toolc: {len(rows)} tools from {len(catalog.sources)} sources", err=True)
     if diagnostics.has_errors:
         sys.exit(EXIT_FAILED)
+
+
+def _list_tokens(config: Config, inputs: Any, *, live: bool, as_json: bool, verbose: bool,
+                 targets: tuple[str, ...] | None) -> None:
+    """`toolc list --tokens`: compile in memory (no code generation) and read the toolset index."""
+    import orjson
+
+    from compiler.pipeline import compile_project
+
+    build = compile_project(config.model_copy(update={"codegen": False}), inputs, targets=targets, live=live)
+    print_diagnostics(build.diagnostics, verbose=verbose)
+    index_file = build.files.get("schemas/toolsets/index.json")
+    if build.diagnostics.has_errors or index_file is None:
+        sys.exit(EXIT_FAILED)
+    index = orjson.loads(index_file)
+    rows = [{"id": tool_id, "toolsets": entry["toolsets"], "tokens": entry["tokens"]}
+            for tool_id, entry in sorted(index["tools"].items())]
+    totals = {target: {"tokens": row["files"]["all"]["all_tools_tokens"], "tools": row["files"]["all"]["tools"],
+                       "fits_one_request": row["files"]["all"]["fits"], "budget": row["budget"],
+                       "method": row["tokens_method"]} for target, row in index["targets"].items()}
+    if as_json:
+        click.echo(canonical_json({"tools": rows, "targets": totals,
+                                   "toolsets": {name: {target: {"tools": t["tools"], "tokens": t["tokens"]}
+                                                       for target, t in entry["targets"].items()}
+                                                for name, entry in index["toolsets"].items()}}).decode(), nl=False)
+        return
+    chosen = list(totals)
+    width = max((len(row["id"]) for row in rows), default=4)
+    click.echo(f"{'TOOL':<{width}}  " + "  ".join(f"{target:>16}" for target in chosen) + "  TOOLSETS")
+    for row in rows:
+        costs = "  ".join(f"{row['tokens'].get(target, '-'):>16}" for target in chosen)
+        click.echo(f"{row['id']:<{width}}  {costs}  {', '.join(row['toolsets'])}")
+    for target, total in totals.items():
+        budget = f", budget {total['budget']}" if total["budget"] is not None else ""
+        fits = "" if total["fits_one_request"] else " (over the request limit: send a toolset)"
+        click.echo(f"{target}: {total['tools']} tools, {total['tokens']} tokens{budget}{fits}; {total['method']}")
+    click.echo(f"toolc: {len(rows)} tools in {len(index['toolsets'])} toolsets", err=True)
 
 
 def _table(rows: list[dict[str, Any]]) -> None:

@@ -8,7 +8,11 @@
     validate.py  one rule-based validator per provider (every emitted definition passes it)
     names.py     manglers, server prefix, namesake strategy;  namemap.py: the reverse map + `arguments_to_wire`
     emit.py      `emit_providers` → {target: TargetOutput} (schemas/<target>.json, .names.json, report sizes)
-    codes.py     TC401-TC449 and their severities  (`toolc explain` is `compiler/commands/explain.py`)
+    transforms.py  reversible strict transforms (maps → {key, value} entries, free-form → JSON strings)
+    descriptions.py · examples.py   boundary cuts; Claude `input_examples` from valid document examples
+    fit.py       `emit_fit`: toolsets (toolsets.py), discovery (discovery.py) and deferred forms, tokens
+                 (tokens.py, o200k_base offline), budgets, schemas/toolsets/index.json
+    codes.py     TC401-TC449, TC770-TC779 and their severities  (`toolc explain` is `compiler/commands/explain.py`)
 """
 
 from compiler.providers.namemap import UnknownToolName, arguments_to_wire

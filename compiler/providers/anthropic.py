@@ -27,6 +27,7 @@ from compiler.providers.base import (
     on,
 )
 from compiler.providers.dialect import Budget, Dialect, Lowered, LowerEnv, tool_description
+from compiler.providers.examples import input_examples
 from compiler.providers.hoist import hoist_root, rename_keys
 from compiler.providers.passes import (
     drop_annotations,
@@ -113,6 +114,10 @@ def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return rename_keys(node, KEY, ctx)
 
 
+TOOL_SEARCH: JsonObject = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+"""Claude's server-side tool search (a natural-language query over the deferred tools)."""
+
+
 class AnthropicDialect(Dialect):
     target = "anthropic"
     aliases = ("claude",)
@@ -133,10 +138,18 @@ class AnthropicDialect(Dialect):
         if description:
             definition["description"] = description
         definition["input_schema"] = parameters
+        examples = input_examples(parameters, ctx)
+        if examples:
+            definition["input_examples"] = examples
         if strict:
             definition["strict"] = True
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
                        losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
+
+    def deferred(self, definitions: list[JsonObject]) -> list[JsonObject] | None:
+        """Claude's tool search: every tool `defer_loading: true` beside the server-side BM25 search tool, which
+        loads the 3-5 tools a request needs (platform.claude.com tool-search-tool)."""
+        return [dict(TOOL_SEARCH), *({**definition, "defer_loading": True} for definition in definitions)]
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
         from compiler.providers.validate import validate_anthropic  # the validator reads this module's tables

@@ -1,4 +1,4 @@
-"""Diagnostic codes of provider lowering (TC401-TC449) and the one place their severity is decided.
+"""Diagnostic codes of provider lowering (TC401-TC449, TC770-TC779 for request fitting) and the one place their severity is decided.
 
 The loss report is made of these: every keyword a lowering drops, moves into a description or weakens is one
 diagnostic with the target as `provider`, the tool id and a JSON pointer into the *lowered* schema (which mirrors
@@ -50,17 +50,36 @@ TOO_MANY_TOOLS = "TC420"
 """More tools than the provider accepts in one request."""
 STRICT_BUDGET = "TC421"
 """Anthropic strict limits per request (20 tools / 24 optional / 16 union parameters) reached."""
+MAP_ENTRIES = "TC422"
+"""Reversible (OpenAI strict): a map sent as an array of `{key, value}` entries; the router builds the object back."""
+JSON_ENCODED = "TC423"
+"""Reversible (OpenAI strict): a free-form or untyped value sent as a JSON-encoded string; the router decodes it."""
+GEMINI_REQUIRED_DROPPED = "TC424"
+"""Gemini: a `required` entry naming no property was dropped (Gemini drops it silently otherwise)."""
+GEMINI_RECURSION_PRUNED = "TC425"
+"""Gemini: a recursive schema was cut for `parameters` (no references); Gemini's own code for TC419."""
+EXAMPLE_DROPPED = "TC426"
+"""Claude: a document example was not sent as an `input_example` (it does not validate, or is over the limits)."""
 MALFORMED_SCHEMA = "TC429"
 """The tool's input schema is not a well-formed JSON Schema (`properties` not an object, ...): left out."""
 INVALID_OUTPUT = "TC430"
 """A lowered definition fails the provider's validator: the tool is left out for that target (a bug)."""
 UNKNOWN_TOOL = "TC440"
 """`toolc explain`: no tool with that id or name."""
+OVER_BUDGET = "TC770"
+"""A target's tools file costs more tokens than the project's `budgets:` allow (the largest tools are named)."""
+DISCOVERY_FORM = "TC771"
+"""More tools than one request accepts: `schemas/<target>.json` holds the discovery form; toolsets hold the tools."""
+EMPTY_TOOLSET = "TC772"
+"""A `toolsets.globs` entry matches no tool."""
 
 SEVERITY: dict[str, Severity] = {
     NAME_CLASH: Severity.ERROR,
     INVALID_OUTPUT: Severity.ERROR,
     UNKNOWN_TOOL: Severity.ERROR,
+    OVER_BUDGET: Severity.ERROR,
+    DISCOVERY_FORM: Severity.WARNING,
+    EMPTY_TOOLSET: Severity.WARNING,
     NAMESAKE: Severity.WARNING,
     MALFORMED_SCHEMA: Severity.WARNING,
     TOO_MANY_TOOLS: Severity.WARNING,

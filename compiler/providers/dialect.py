@@ -19,6 +19,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema
+from compiler.providers.descriptions import cut
 from compiler.refs.codes import RECURSION_PRUNED
 from compiler.schema import IdentityMemo
 
@@ -62,7 +63,7 @@ class LowerEnv:
             found = self.shared[key] = Checked()
         return found
 
-    def inline(self, tool: Tool, ctx: Lowering) -> JsonObject:
+    def inline(self, tool: Tool, ctx: Lowering, code: str = codes.RECURSION_PRUNED) -> JsonObject:
         """`resolver.inline` for `tool`, with the recursion it pruned reported as this target's loss (TC419)."""
         schema = self.resolver.inline(tool.input_schema, self.defs, max_depth=self.max_depth, source=tool.source,
                                       tool=tool.id)
@@ -70,7 +71,7 @@ class LowerEnv:
         if not isinstance(index, _PrunedIndex):
             index = self.shared[("pruned",)] = _PrunedIndex()
         for pointer, message in index.lookup(self.resolver.diagnostics.items, tool.id):
-            ctx.loss(codes.RECURSION_PRUNED, pointer, f"recursion cut at depth {self.max_depth}: {message}")
+            ctx.loss(code, pointer, f"recursion cut at depth {self.max_depth}: {message}")
         return schema
 
     def memo(self, target: str, strict: bool) -> dict[Any, Any]:
@@ -160,6 +161,10 @@ class Dialect(ABC):
     loose_root: ClassVar[tuple[NodePass, ...]] = ()
     budget: ClassVar[Budget | None] = None
     """Per-request limits on strict tools (None: none documented)."""
+    recursion_code: ClassVar[str] = codes.RECURSION_PRUNED
+    """The loss code a pruned recursion is reported under for this target (TC419 unless the provider has its own)."""
+    tokenizer_exact: ClassVar[bool] = False
+    """Token counts are exact (the provider's tokenizer is o200k_base) rather than estimates (`tokens.py`)."""
     strict_option: ClassVar[str | None] = None
     """The `providers:` option that turns strict on (None: strict whenever the wrapper has a strict flag)."""
 
@@ -193,7 +198,7 @@ class Dialect(ABC):
 
     def resolve(self, tool: Tool, env: LowerEnv, ctx: Lowering) -> JsonObject:
         if self.resolution_for(env) == "inline":
-            return env.inline(tool, ctx)
+            return env.inline(tool, ctx, self.recursion_code)
         return env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
 
     @abstractmethod
@@ -215,6 +220,11 @@ class Dialect(ABC):
         """The inverse of `tools_array`."""
         return tools
 
+    def deferred(self, definitions: list[JsonObject]) -> list[JsonObject] | None:
+        """The provider's own deferred-loading form of a tools array (every tool loaded on demand through its tool
+        search), or None when it has none."""
+        return None
+
     def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:
         """(optional, union) parameters of one strict schema, as `budget` counts them."""
         return 0, 0
@@ -224,8 +234,10 @@ def truncate_description(text: str, ctx: Lowering) -> str:
     limit = ctx.caps.max_description
     if limit is None or len(text) <= limit:
         return text
-    ctx.loss(codes.DESCRIPTION_TRUNCATED, "", f"tool description cut from {len(text)} to {limit} characters")
-    return text[: limit - 1].rstrip() + "…"
+    out = cut(text, limit)
+    ctx.loss(codes.DESCRIPTION_TRUNCATED, "", f"tool description cut from {len(text)} to {len(out)} characters at a "
+                                              "sentence or word boundary (the catalog and stubs keep it whole)")
+    return out
 
 
 def tool_description(tool: Tool) -> str:

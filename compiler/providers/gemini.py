@@ -185,6 +185,10 @@ def _objects(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
         required = node.get("required")
         if isinstance(required, list):
             kept = [key for key in required if key in properties]
+            gone = [str(key) for key in required if key not in properties]
+            if gone:  # Gemini would drop them silently: say so
+                ctx.loss(codes.GEMINI_REQUIRED_DROPPED, pointer,
+                         f"dropped required {', '.join(gone)}: no property of that name")
             if kept:
                 node["required"] = kept
             else:
@@ -307,6 +311,7 @@ class GeminiDialect(Dialect):
     resolution = "inline"
     loose_passes = PARAMETERS_PASSES
     loose_root = (_root,)
+    recursion_code = codes.GEMINI_RECURSION_PRUNED
 
     @staticmethod
     def _json_schema(env: LowerEnv) -> bool:

@@ -26,7 +26,11 @@ optional; an absent key means "nothing to do":
       "items": <shape>,                              # apply to every element of an array
       "anyOf": [<shape>, ...],                       # alternatives, see below
       "keys": ["<key>", ...],                        # anyOf branches and defs only: the object keys declared
-      "ref": "<def name>"                            # the shape is tool["defs"][name] (recursive schemas)
+      "ref": "<def name>",                           # the shape is tool["defs"][name] (recursive schemas)
+      "entries": <shape>,                            # the value is a list of {"key", "value"} entries (a map OpenAI
+                                                     #   strict could not carry): build the object, values
+                                                     #   rewritten by this shape (transforms.py, TC422)
+      "json": true                                   # the value is a JSON-encoded string: decode it (TC423)
     }
 
 Applying a shape S to a value V (this is what `arguments_to_wire` does, and what generated routers redo):
@@ -34,21 +38,26 @@ Applying a shape S to a value V (this is what `arguments_to_wire` does, and what
 2. if V is an object: for each key K with value X, in order: if X is null and K in S.optional, drop K;
    else output key S.rename.get(K, K) with X rewritten by S.properties[K] when present;
 3. if V is an array and S has "items": rewrite every element with S.items;
-4. then, if S has "anyOf", pick the first branch B that fits V (resolve B's "ref" first; B has "keys" and V is
-   an object whose keys are all in B.keys, or B has "items" and V is an array, or B has neither "keys" nor
-   "items") and apply B.
-Steps 2-4 apply to the value produced so far; a shape that is `{}` leaves the value unchanged.
+4. if S has "entries" and V is an array of objects: V becomes {e.key: e.value rewritten by S.entries};
+   if S has "json" and V is a string: V becomes the value the string encodes (left as it is when it is not JSON:
+   validation then refuses it);
+5. then, if S has "anyOf", pick the first branch B that fits V (resolve B's "ref" first; B has "keys" and V is
+   an object whose keys are all in B.keys, or B has "items", "entries" and V is an array, or B has "json" and V
+   is a string, or B has none of these) and apply B.
+Steps 2-5 apply to the value produced so far; a shape that is `{}` leaves the value unchanged.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from compiler.ir import JsonObject
 from compiler.providers.base import MARK_OPTIONAL
 from compiler.providers.dialect import Lowered
+from compiler.providers.transforms import MARK_ENTRIES, MARK_JSON, MARKERS
 from compiler.schema import IdentityMemo, map_subschemas
 
 NAME_MAP_FORMAT = 1
@@ -78,6 +87,14 @@ def extract_shape(node: Any, *, in_any_of: bool = False, cache: dict[tuple[int, 
         if hit is not None and hit[0] is node:
             return dict(hit[1])
     shape: JsonObject = {}
+    if node.get(MARK_JSON):
+        shape["json"] = True
+    if node.get(MARK_ENTRIES):
+        entry = node.get("items") or {}
+        shape["entries"] = extract_shape((entry.get("properties") or {}).get("value"), cache=cache)
+        if cache is not None:
+            cache[(id(node), in_any_of)] = (node, shape)
+        return dict(shape)
     optional = node.get(MARK_OPTIONAL)
     if optional:
         shape["optional"] = list(optional)
@@ -114,12 +131,12 @@ def without_markers(node: Any, cache: IdentityMemo[Any]) -> Any:
     hit = cache.get(node)
     if hit is not None:
         return hit
-    own = {key: value for key, value in node.items() if key != MARK_OPTIONAL}
+    own = {key: value for key, value in node.items() if key != MARK_OPTIONAL and key not in MARKERS}
     return cache.put(node, map_subschemas(own, lambda sub, _step: without_markers(sub, cache)))
 
 
 def _acts(shape: Mapping[str, Any]) -> bool:
-    return any(key in shape for key in ("rename", "optional", "properties", "items", "anyOf", "ref"))
+    return any(key in shape for key in ("rename", "optional", "properties", "items", "anyOf", "ref", "entries", "json"))
 
 
 def strict_shapes(schema: JsonObject, cache: dict[tuple[int, bool], Any] | None = None) -> tuple[JsonObject, JsonObject]:
@@ -161,7 +178,8 @@ def _live_defs(shape: JsonObject, defs: JsonObject) -> JsonObject:
 def _does_something(shape: Any, acting: set[str]) -> bool:
     if not isinstance(shape, Mapping):
         return False
-    if shape.get("rename") or shape.get("optional") or shape.get("ref") in acting:
+    if shape.get("rename") or shape.get("optional") or shape.get("ref") in acting or "entries" in shape \
+            or shape.get("json"):
         return True
     children = [*(shape.get("properties") or {}).values(), shape.get("items"), *(shape.get("anyOf") or [])]
     return any(_does_something(sub, acting) for sub in children)
@@ -172,7 +190,8 @@ def _prune_refs(shape: Any, acting: set[str]) -> None:
         return
     if "ref" in shape and shape["ref"] not in acting:
         del shape["ref"]
-    for sub in [*(shape.get("properties") or {}).values(), shape.get("items"), *(shape.get("anyOf") or [])]:
+    for sub in [*(shape.get("properties") or {}).values(), shape.get("items"), *(shape.get("anyOf") or []),
+                shape.get("entries")]:
         _prune_refs(sub, acting)
     for key in ("properties",):
         if key in shape:
@@ -198,17 +217,33 @@ def _apply(value: Any, shape: Mapping[str, Any], defs: Mapping[str, Any]) -> Any
         value = out
     elif isinstance(value, list) and "items" in shape:
         value = [_apply(item, shape["items"], defs) for item in value]
+    value = _restore(value, shape, defs)
     for branch in shape.get("anyOf", ()):
         if _fits(value, defs.get(branch["ref"], {}) if "ref" in branch else branch):
             return _apply(value, branch, defs)
     return value
 
 
+def _restore(value: Any, shape: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
+    """Undo the strict transforms: `{key, value}` entries back into an object, a JSON string back into its value."""
+    if "entries" in shape and isinstance(value, list) \
+            and all(isinstance(item, dict) and set(item) == {"key", "value"} for item in value):
+        return {str(item["key"]): _apply(item["value"], shape["entries"], defs) for item in value}
+    if shape.get("json") and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _fits(value: Any, branch: Mapping[str, Any]) -> bool:
     if "keys" in branch:
         return isinstance(value, dict) and set(value) <= set(branch["keys"])
-    if "items" in branch:
+    if "items" in branch or "entries" in branch:
         return isinstance(value, list)
+    if branch.get("json"):
+        return isinstance(value, str)
     return True
 
 

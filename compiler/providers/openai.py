@@ -39,6 +39,7 @@ from compiler.providers.passes import (
     one_of_to_any_of,
     openapi_nullable,
 )
+from compiler.providers.transforms import MARKERS, infer_enum_type, strict_open_values
 
 if TYPE_CHECKING:
     from compiler.providers.validate import Violation
@@ -49,7 +50,7 @@ ADVICE = "select tools per request with `--target` and `allow_tools`/`deny_tools
 STRICT_KEYWORDS = frozenset({
     "type", "description", "title", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
     "const", "$ref", "$defs", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-    "exclusiveMinimum", "minItems", "maxItems", "minLength", "maxLength", MARK_OPTIONAL,
+    "exclusiveMinimum", "minItems", "maxItems", "minLength", "maxLength", MARK_OPTIONAL, *MARKERS,
 })
 """Keywords strict mode accepts (providers.md §1.4); min/maxLength work on OpenAI's own base models."""
 STRICT_FORMATS = {"string": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
@@ -155,6 +156,8 @@ STRICT_PASSES: tuple[NodePass, ...] = (
     openapi_nullable,
     one_of_to_any_of,
     merge_all_of,
+    infer_enum_type,
+    strict_open_values,
     _plain_pattern,
     keyword_policy(STRICT_KEYWORDS, STRICT_FORMATS),
     _wrap_ref_siblings,
@@ -175,6 +178,7 @@ class OpenAIDialect(Dialect):
 
     family = "openai"
     aliases = ("openai",)
+    tokenizer_exact = True  # GPT-4o and later tokenize with o200k_base
     mangler = names.OPENAI
     resolution = "bundle"
     strict_passes = STRICT_PASSES

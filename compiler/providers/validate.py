@@ -310,6 +310,14 @@ def validate_anthropic(definition: Node, dialect: Dialect) -> list[Violation]:
     found += _root_object(schema, "/input_schema", combinators=False)
     strict = definition.get("strict", False) is True
     found += _nodes(schema, ANTHROPIC_STRICT if strict else ANTHROPIC_LOOSE, "/input_schema")
+    examples = definition.get("input_examples")
+    if examples is not None and isinstance(schema, Mapping):
+        from jsonschema import Draft202012Validator  # only definitions with examples pay for it
+
+        checker = Draft202012Validator(schema)
+        if not isinstance(examples, list) or not all(isinstance(e, dict) and checker.is_valid(e) for e in examples):
+            found.append(Violation("/input_examples", "input-examples", "every input example must be an object that "
+                                   "validates against input_schema"))
     for key in (schema or {}).get("properties", {}) if isinstance(schema, Mapping) else ():
         if not anthropic.KEY.match(key):
             found.append(Violation(f"/input_schema/properties/{key}", "property-key", "key must match "

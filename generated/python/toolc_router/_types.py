@@ -113,7 +113,8 @@ class PolicySpec:
 
 Shape = Mapping[str, Any]
 """How to rewrite one value a model produced into the value the tool expects: the compiler's name-map shape
-(keys `rename`, `optional`, `properties`, `items`, `anyOf`, `keys`, `ref`; see `providers.rewrite`)."""
+(keys `rename`, `optional`, `properties`, `items`, `anyOf`, `keys`, `ref`, `entries`, `json`; see
+`providers.rewrite`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@
 SDK objects and their plain-dict forms are both accepted. The provider-facing name goes back to the tool id, and
 the arguments back to the tool's own form, through the name map the compiler emitted for that target
 (`schemas/<target>.names.json`, baked into `_tables.NAME_MAPS`): a null that OpenAI strict mode forced on an
-optional argument is dropped, and keys the provider could not carry get their original names back.
+optional argument is dropped, keys the provider could not carry get their original names back, and maps sent as
+`{key, value}` entries or values sent as JSON strings (OpenAI strict) become the original objects again.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import discovery
 from ._tables import NAME_MAPS, TOOLS
 from ._types import InvocationContext, NameEntry, Shape, ToolResult
 from .validate import MAX_DEPTH, json_problem
@@ -81,6 +83,7 @@ def rewrite(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
         value = out
     elif isinstance(value, list) and "items" in shape:
         value = [rewrite(item, shape["items"], defs) for item in value]
+    value = _restore(value, shape, defs)
     # A union: the first alternative the (already rewritten) value fits says how to rewrite inside it.
     for branch in shape.get("anyOf", ()):
         if _fits(value, defs.get(branch["ref"], {}) if "ref" in branch else branch):
@@ -88,11 +91,27 @@ def rewrite(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
     return value
 
 
+def _restore(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
+    """Undo OpenAI strict's reversible transforms: a map sent as `{key, value}` entries becomes the object again,
+    a JSON-encoded string the value it encodes (a string that is not JSON is left for validation to refuse)."""
+    if "entries" in shape and isinstance(value, list) \
+            and all(isinstance(item, dict) and set(item) == {"key", "value"} for item in value):
+        return {str(item["key"]): rewrite(item["value"], shape["entries"], defs) for item in value}
+    if shape.get("json") and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _fits(value: Any, branch: Shape) -> bool:
     if "keys" in branch:
         return isinstance(value, dict) and set(value) <= set(branch["keys"])
-    if "items" in branch:
+    if "items" in branch or "entries" in branch:
         return isinstance(value, list)
+    if branch.get("json"):
+        return isinstance(value, str)
     return True
 
 
@@ -135,6 +154,8 @@ async def route(router: Router, target: str, name: str, raw_arguments: Any, call
                 context: InvocationContext | None) -> ToolResult:
     arguments, malformed = decode(raw_arguments)
     entry = resolve(target, name)
+    if entry is None and name in discovery.NAMES and malformed is None:
+        return await discovery.serve(router, name, arguments, call_id, context)
     if entry is not None and malformed is None:
         arguments = to_tool_arguments(entry, arguments)
     # Unknown names and malformed arguments still go through the router, so the refusal is audited like any other.

@@ -1,0 +1,101 @@
+"""Claude `input_examples` from the document's own examples: only those that validate against the tool's
+`input_schema` as sent (Claude refuses a request whose example does not, providers.md §2.1).
+
+Candidates, in order: the root schema's `examples` (whole argument objects), then one example composed from the
+properties' first valid `examples` (parameter and schema examples; nested objects composed the same way), which is
+a candidate only when every required property has one. Within limits toolc sets itself, since Claude documents
+none: at most `MAX_EXAMPLES`, each at most `MAX_EXAMPLE_CHARS` of compact JSON. A candidate that fails validation
+or the limits is left out and reported (TC426).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from compiler.ir import JsonObject
+from compiler.providers import codes
+from compiler.providers.base import Lowering
+from compiler.serialize import compact_json
+
+MAX_EXAMPLES = 3
+MAX_EXAMPLE_CHARS = 2048
+_MISSING = object()
+
+
+def _compose(schema: Any, depth: int = 0) -> Any:
+    """A value built from `examples` under `schema`, or _MISSING."""
+    if not isinstance(schema, Mapping) or depth > 8:
+        return _MISSING
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples:
+        own = Draft202012Validator({key: value for key, value in schema.items() if key != "examples"})
+        return next((example for example in examples if _valid(own, example)), _MISSING)
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return _MISSING
+    out: dict[str, Any] = {}
+    for key, sub in properties.items():
+        value = _compose(sub, depth + 1)
+        if value is not _MISSING:
+            out[key] = value
+    required = schema.get("required")
+    if not out or (isinstance(required, list) and any(key not in out for key in required)):
+        return _MISSING
+    return out
+
+
+def _valid(validator: Draft202012Validator, value: Any) -> bool:
+    try:
+        return bool(validator.is_valid(value))
+    except (SchemaError, ValueError, TypeError):  # a schema jsonschema cannot evaluate: no example from it
+        return False
+
+
+def candidates(schema: Mapping[str, Any]) -> list[Any]:
+    found: list[Any] = []
+    whole = schema.get("examples")
+    if isinstance(whole, list):
+        found.extend(whole)
+    composed = _compose({key: value for key, value in schema.items() if key != "examples"})
+    if composed is not _MISSING:
+        found.append(composed)
+    unique: list[Any] = []
+    for item in found:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def input_examples(schema: JsonObject, ctx: Lowering) -> list[JsonObject]:
+    """The examples to send beside `schema` (the lowered `input_schema`); rejected ones are reported."""
+    found = candidates(schema)
+    if not found:
+        return []
+    try:
+        validator = Draft202012Validator(schema)
+        validator.check_schema(schema)
+    except SchemaError:
+        return []
+    kept: list[JsonObject] = []
+    for index, example in enumerate(found):
+        why = ""
+        if not isinstance(example, dict):
+            why = "not an object"
+        elif len(compact_json(example)) > MAX_EXAMPLE_CHARS:
+            why = f"over {MAX_EXAMPLE_CHARS} characters"
+        elif len(kept) >= MAX_EXAMPLES:
+            why = f"more than {MAX_EXAMPLES} examples"
+        else:
+            error = next(iter(validator.iter_errors(example)), None)
+            if error is not None:
+                why = f"does not validate: {error.message[:120]}"
+        if why:
+            ctx.loss(codes.EXAMPLE_DROPPED, "", f"input example {index + 1} left out: {why}")
+            continue
+        assert isinstance(example, dict)
+        kept.append(example)
+    return kept

@@ -1,0 +1,179 @@
+"""Fit every target's output to what one request may carry: toolsets, the discovery form, Claude's deferred form,
+token counts and budgets. Runs after the providers stage, before codegen (the router serves discovery from it).
+
+Files (per target T, beside `schemas/T.json`):
+    schemas/toolsets/<name>.T.json   one toolset's tools array (fits T's request limit)
+    schemas/toolsets/index.json      toolset → tools and, per target, file/tools/tokens; tool → toolsets, tokens
+    schemas/discovery.T.json         the three meta-tools (`discovery.py`)
+    schemas/T.deferred.json          the provider's own deferred-loading form, where it has one (Claude)
+
+Budgets (`budgets:` in the project file) apply to every file of T that holds tools as they are: `schemas/T.json`
+(when it holds them) and each toolset file; over budget is TC770, naming the file's largest tools.
+
+`schemas/T.json` keeps every tool when they fit T's request limit. When they do not, it is written in the
+discovery form instead (TC771), so that no tools file toolc writes exceeds a request limit; the toolset files and
+the discovery form together still reach every tool through the one name map of T.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from compiler.build import Build, TargetOutput
+from compiler.config import Config
+from compiler.diagnostics import Diagnostic
+from compiler.ir import JsonObject
+from compiler.providers import codes, tokens
+from compiler.providers.dialect import LowerEnv
+from compiler.providers.discovery import meta_tools
+from compiler.providers.lower import lower_tool, wants_strict
+from compiler.providers.registry import ALIASES, PROVIDERS
+from compiler.providers.toolsets import plan_toolsets
+from compiler.serialize import canonical_json
+
+INDEX_FORMAT = 1
+DEFAULT_LIMIT = 128
+"""Toolset size when no target declares a request limit."""
+
+
+def _diag(code: str, message: str, target: str = "", tool: str = "") -> Diagnostic:
+    return Diagnostic(code=code, severity=codes.severity(code), message=message, provider=target, tool=tool,
+                      pointer="/" if tool else "")
+
+
+def limit_for(targets: Iterable[str], config: Config) -> int:
+    """Tools per toolset: the smallest request limit of the targets, or the project's smaller `max_tools`."""
+    limits = [PROVIDERS[t].caps.max_tools for t in targets if PROVIDERS[t].caps.max_tools is not None]
+    configured = config.toolsets.max_tools
+    return min([*(limit for limit in limits if limit is not None), *([configured] if configured else [])],
+               default=DEFAULT_LIMIT)
+
+
+def toolset_limit(build: Build) -> int:
+    return limit_for(build.targets, build.config)
+
+
+REVERSIBLE = frozenset({codes.MAP_ENTRIES, codes.JSON_ENCODED})
+"""Loss codes that are reversible transforms (the router undoes them before validating and calling)."""
+
+
+def budgets(build: Build) -> dict[str, int]:
+    """Target → token budget (an alias's budget applies to each of its targets; a target's own wins)."""
+    out: dict[str, int] = {}
+    for key, value in build.config.budgets.items():
+        if key in ALIASES:
+            for target in ALIASES[key]:
+                out.setdefault(target, value)
+    out.update({key: value for key, value in build.config.budgets.items() if key in PROVIDERS})
+    return out
+
+
+def _discovery(build: Build, target: str) -> list[JsonObject]:
+    dialect = PROVIDERS[target]
+    strict = wants_strict(target, build.config)
+    definitions: list[JsonObject] = []
+    for tool in meta_tools():
+        env = LowerEnv(build.resolver, {}, build.config.resolver.max_depth, build.config.providers.model_dump())
+        lowered, _entry, _found = lower_tool(target, tool, tool.name, env, strict=strict)
+        assert lowered is not None, f"discovery meta-tool {tool.name} does not lower for {target}"
+        definitions.append(lowered.definition)
+    return dialect.tools_array(definitions)
+
+
+def _largest(costs: dict[str, int], output: TargetOutput, ids: list[str], count: int = 3) -> str:
+    """The largest tools by provider name (diagnostics are printed cut short: names, not ids)."""
+    top = sorted(ids, key=lambda tool_id: (-costs[tool_id], tool_id))[:count]
+    return ", ".join(f"{output.tools[tool_id].get('name') or _name(output.tools[tool_id]) or tool_id} "
+                     f"({costs[tool_id]})" for tool_id in top)
+
+
+def _name(definition: JsonObject) -> str:
+    function = definition.get("function")
+    return str(function.get("name")) if isinstance(function, dict) else ""
+
+
+def emit_fit(build: Build) -> None:
+    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets."""
+    if not build.providers:
+        return
+    config = build.config.toolsets
+    emitted_ids = sorted({tool_id for output in build.providers.values() for tool_id in output.tools})
+    by_id = {tool.id: tool for tool in build.catalog.tools}
+    toolsets, empty = plan_toolsets([by_id[i] for i in emitted_ids], config, toolset_limit(build))
+    for name in empty:
+        build.diagnostics.add(_diag(codes.EMPTY_TOOLSET, f"toolset {name!r}: its globs match no tool"))
+    member_of: dict[str, list[str]] = {}
+    for toolset in toolsets:
+        for tool_id in toolset.tool_ids:
+            member_of.setdefault(tool_id, []).append(toolset.name)
+    limits = budgets(build)
+    index_sets: dict[str, Any] = {t.name: {"origin": t.origin, "tools": list(t.tool_ids), "targets": {}}
+                                  for t in toolsets}
+    index_targets: dict[str, Any] = {}
+    tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in emitted_ids}
+    for target, output in list(build.providers.items()):
+        dialect = PROVIDERS[target]
+        costs = {tool_id: tokens.count_json(definition) for tool_id, definition in output.tools.items()}
+        for tool_id, cost in costs.items():
+            tool_tokens[tool_id][target] = cost
+        files: dict[str, Any] = {}
+        sendable: list[tuple[str, list[str], int]] = []
+        """(path, tool ids, tokens) of every file of this target that holds tools as they are (budgets apply)."""
+        for toolset in toolsets:
+            ids = [tool_id for tool_id in toolset.tool_ids if tool_id in output.tools]
+            data = canonical_json(dialect.tools_array([output.tools[tool_id] for tool_id in ids]))
+            path = f"schemas/toolsets/{toolset.name}.{target}.json"
+            build.add_file(path, data)
+            cost = tokens.count_bytes(data)
+            sendable.append((path, ids, cost))
+            index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids), "tokens": cost}
+        all_path = f"schemas/{target}.json"
+        all_ids = sorted(output.tools)
+        fits = dialect.caps.max_tools is None or len(all_ids) <= dialect.caps.max_tools
+        all_tokens = tokens.count_bytes(build.files[all_path])
+        if config.discovery or not fits:
+            discovery = canonical_json(_discovery(build, target))
+            build.add_file(f"schemas/discovery.{target}.json", discovery)
+            files["discovery"] = {"file": f"schemas/discovery.{target}.json", "tools": 3,
+                                  "tokens": tokens.count_bytes(discovery)}
+            if not fits:
+                # Replacing a file the providers stage added, deliberately: this one must be sendable.
+                build.files[all_path] = discovery
+                build.diagnostics.add(_diag(codes.DISCOVERY_FORM, (
+                    f"{len(all_ids)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the discovery "
+                    f"form (search, describe, call by id); send a toolset file instead to give the model the tools "
+                    f"themselves (schemas/toolsets/index.json)"), target))
+        deferred = dialect.deferred([output.tools[tool_id] for tool_id in all_ids])
+        if deferred is not None:
+            data = canonical_json(deferred)
+            build.add_file(f"schemas/{target}.deferred.json", data)
+            files["deferred"] = {"file": f"schemas/{target}.deferred.json", "tools": len(all_ids),
+                                 "tokens": tokens.count_bytes(data)}
+        files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
+                        "tokens": all_tokens if fits else files["discovery"]["tokens"]}
+        if fits:
+            sendable.insert(0, (all_path, all_ids, all_tokens))
+        for path, ids, cost in sendable if target in limits else ():
+            if cost > limits[target]:
+                build.diagnostics.add(_diag(codes.OVER_BUDGET, (
+                    f"{cost} tokens, over the budget of {limits[target]}; largest: "
+                    f"{_largest(costs, output, ids)} ({path}, {len(ids)} tools)"), target))
+        index_targets[target] = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
+                                 "budget": limits.get(target)}
+        summary = {key: value for key, value in output.summary.items() if key != "estimated_tokens"}
+        summary.update(tokens=all_tokens, tokens_method=tokens.method(dialect.tokenizer_exact), toolsets=len(toolsets),
+                       fits_one_request=fits)
+        build.providers[target] = replace(output, summary=summary)
+    index = {"format": INDEX_FORMAT, "tokenizer": tokens.ENCODING, "limit": toolset_limit(build),
+             "toolsets": index_sets, "targets": index_targets,
+             "tools": {tool_id: {"toolsets": member_of.get(tool_id, []), "tokens": tool_tokens[tool_id]}
+                       for tool_id in emitted_ids}}
+    build.add_file("schemas/toolsets/index.json", canonical_json(index))
+
+
+def toolsets_of(index: JsonObject, tool_id: str) -> list[str]:
+    entry = index.get("tools", {}).get(tool_id, {})
+    return list(entry.get("toolsets", []))
+

@@ -1,0 +1,98 @@
+"""Token cost of what toolc emits, counted with a real tokenizer that works offline.
+
+OpenAI: the `o200k_base` encoding (GPT-4o and later) from `bpe-openai`, which ships its vocabulary in the wheel
+(tiktoken downloads vocabularies at run time, so it is not used: tiktoken 0.14.0's `get_encoding("o200k_base")`
+raised ConnectionError here without network). The count is of the exact bytes toolc writes
+(a file: the file as written; a tool: its definition as toolc writes JSON, `canonical_json`, on its own). What a provider bills for tools also
+includes a fixed wrapper it adds around the list; that overhead is not in these numbers.
+
+Claude and Gemini publish no offline tokenizer. Their figures are **estimates**: the same o200k_base count of their
+own emitted JSON (a modern BPE vocabulary of similar size; treat it as ±20 %). `METHOD` says so in every report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import cache
+from typing import Any
+
+from compiler.serialize import canonical_json
+
+ENCODING = "o200k_base"
+COUNTED = f"counted: {ENCODING} (bpe-openai) over the exact emitted JSON"
+ESTIMATED = f"estimated: {ENCODING} count of the exact emitted JSON (no offline tokenizer is published; ±20 %)"
+
+
+@cache
+def _encoding() -> Any:
+    import bpe_openai  # imported on first use: only commands that count tokens pay for loading the vocabulary
+
+    return bpe_openai.get_encoding(ENCODING)
+
+
+CHUNK = 200_000
+"""The encoder refuses a text of 1,000,000 characters or more: long texts are counted in pieces."""
+
+
+def _cut(text: str, start: int) -> int:
+    """A cut after `start` that no o200k_base token crosses, or the end of the text. The pre-tokenizer ends a
+    piece just after a newline unless `/` or more line breaks follow (possibly after blanks): indented JSON has
+    one such cut per line."""
+    at = start + CHUNK
+    while at < len(text):
+        if text[at - 1] == "\n" and text[at] != "/":
+            blank = at
+            while blank < len(text) and text[blank] in " \t":
+                blank += 1
+            if blank < len(text) and text[blank] not in "\r\n" and not text[blank].isspace():
+                return at
+        at += 1
+    return len(text)
+
+
+def count_text(text: str) -> int:
+    """Tokens of `text` in o200k_base (special-token text counts as ordinary text), exactly as one encode call of
+    the whole text would give."""
+    encoding = _encoding()
+    total = start = 0
+    while start < len(text):
+        end = _cut(text, start) if len(text) - start > CHUNK else len(text)
+        total += len(encoding.encode_ordinary(text[start:end]))
+        start = end
+    return total
+
+
+_LINE_TOKENS: dict[bytes, int] = {}
+"""Tokens per line (with its line break) of canonical JSON, shared by every file and tool of a process."""
+
+
+def count_bytes(data: bytes) -> int:
+    """Tokens of a file toolc writes (`canonical_json`: indented JSON), exactly as one encode of the whole text.
+
+    Counted line by line: in indented JSON every line break is followed by indentation and then `"`, a bracket or a
+    value, never `/` or another break, so the pre-tokenizer ends a piece at each one and no token crosses a line
+    (hypothesis checks the sum against one direct count). Lines repeat across tools and files (a shared schema
+    appears in every tool that uses it): each distinct line is encoded once, and repeats are only counted."""
+    lines = data.split(b"\n")
+    last = lines.pop()
+    total = 0
+    encoding = None
+    for line, repeats in Counter(lines).items():
+        found = _LINE_TOKENS.get(line)
+        if found is None:
+            encoding = encoding or _encoding()
+            piece = line.decode("utf-8") + "\n"
+            found = _LINE_TOKENS[line] = len(encoding.encode_ordinary(piece)) if len(piece) < CHUNK \
+                else count_text(piece)
+        total += found * repeats
+    return total + (count_text(last.decode("utf-8")) if last else 0)
+
+
+def count_json(value: Any) -> int:
+    """Tokens of `value` written as toolc writes JSON (`canonical_json`; how a tool's definition is counted)."""
+    return count_bytes(canonical_json(value))
+
+
+def method(exact: bool) -> str:
+    """How a target's figures are obtained (`Dialect.tokenizer_exact`: its own tokenizer is o200k_base)."""
+    return COUNTED if exact else ESTIMATED
