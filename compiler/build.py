@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog, JsonObject
+from compiler.output import FileSet
 
 if TYPE_CHECKING:
     from compiler.refs import RefResolver
@@ -45,6 +46,9 @@ class TargetOutput:
     """The reverse name map (`schemas/<target>.names.json`, format in `providers.namemap`)."""
     summary: Mapping[str, Any]
     """Sizes for `--report`: tools, strict, bytes, estimated_tokens, losses."""
+    digests: Mapping[str, str] = field(default_factory=dict)
+    """Tool id → `drift.lock.digest` of its definition, computed where it was lowered so that the lock never
+    needs the definitions back (`tools` is decoded only when something reads it)."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,8 @@ class Build:
     resolver: RefResolver
     diagnostics: Diagnostics
     targets: tuple[str, ...]
-    files: dict[str, bytes] = field(default_factory=dict)
-    """Output files, by path relative to the output folder (POSIX separators)."""
+    files: FileSet = field(default_factory=FileSet)
+    """Output files, by path relative to the output folder (POSIX separators); big ones spooled to disk."""
     previous_output: MutableMapping[str, bytes] = field(default_factory=dict)
     """The output folder as it was before this compile (codegen carries `# toolc: keep` edits over from it)."""
     previous_codegen: CodegenRecord | None = None
@@ -82,5 +86,6 @@ class Build:
         self.files[path] = content
 
     def report_extra(self) -> dict[str, Any]:
-        """What `--report` adds to the diagnostics: per-target sizes."""
-        return {"targets": {target: dict(output.summary) for target, output in self.providers.items()}}
+        """What `--report` adds to the diagnostics: per-target sizes and every output file's size in bytes."""
+        return {"targets": {target: dict(output.summary) for target, output in self.providers.items()},
+                "files": {path: self.files.size(path) for path in self.files}}

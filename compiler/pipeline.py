@@ -7,6 +7,7 @@ Each stage adds its files to the `Build` and hands on a typed value the later on
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,13 +158,20 @@ def compile_project(
     chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
     catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
                            live=live)
-    destination = out_dir or config.output_dir
-    build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
-                  previous_output=OutputFolder(destination), previous_codegen=load_record(destination))
-    emit_catalog(build)                        # catalog.json: the IR as read
-    build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
-    build.codegen = emit_python(build)         # python/: stubs and router (reads the providers' name maps)
-    build.lock = emit_lock(build)              # toolc.lock, last: hashes the catalog and the providers' output
+    # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations, the
+    # collector stops rescanning its millions of objects (a third of lowering time on Microsoft Graph) and
+    # forked workers stop dirtying the pages they share with this process.
+    gc.freeze()
+    try:
+        destination = out_dir or config.output_dir
+        build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
+                      previous_output=OutputFolder(destination), previous_codegen=load_record(destination))
+        emit_catalog(build)                        # catalog.json: the IR as read
+        build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
+        build.codegen = emit_python(build)         # python/: stubs and router (reads the providers' name maps)
+        build.lock = emit_lock(build)              # toolc.lock, last: hashes the catalog and the providers' output
+    finally:
+        gc.unfreeze()  # a process that compiles again (tests, the pytest plugin) gets its memory back
     return build
 
 

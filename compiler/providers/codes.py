@@ -1,4 +1,4 @@
-"""Diagnostic codes of provider lowering (TC401-TC449) and the one place their severity is decided.
+"""Diagnostic codes of provider lowering (TC401-TC459) and the one place their severity is decided.
 
 The loss report is made of these: every keyword a lowering drops, moves into a description or weakens is one
 diagnostic with the target as `provider`, the tool id and a JSON pointer into the *lowered* schema (which mirrors
@@ -57,7 +57,13 @@ INVALID_OUTPUT = "TC430"
 UNKNOWN_TOOL = "TC440"
 """`toolc explain`: no tool with that id or name."""
 
+OVER_BUDGET = "TC450"
+"""Inlined, the tool's schema would pass `providers.max_inline_nodes` and the target cannot share `$defs`: left out."""
+SHARED_DEFS = "TC451"
+"""Inlined, the tool's schema would pass `providers.max_inline_nodes`: sent with its definitions in `$defs`."""
+
 SEVERITY: dict[str, Severity] = {
+    OVER_BUDGET: Severity.WARNING,
     NAME_CLASH: Severity.ERROR,
     INVALID_OUTPUT: Severity.ERROR,
     UNKNOWN_TOOL: Severity.ERROR,

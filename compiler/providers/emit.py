@@ -8,15 +8,19 @@ with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
+from compiler.drift.lock import digest
 from compiler.ir import JsonObject
+from compiler.output import FileSet
 from compiler.parallel import can_fork, cores, start_context
 from compiler.providers.lower import TargetResult, lower_target
 from compiler.providers.registry import PROVIDERS
@@ -51,19 +55,51 @@ def _summary(result: TargetResult, tools: list[JsonObject], emitted: bytes) -> d
 
 @dataclass(frozen=True)
 class _Emitted:
-    """One target's output, as bytes and values that cross a process boundary cheaply."""
+    """One target's output, as values that cross a process boundary cheaply: the tools array itself stays in
+    the spool file the worker wrote (`tools_path`), never pickled back."""
 
     target: str
     tool_ids: list[str]
-    """In the order of the definitions in `tools_json`."""
-    tools_json: bytes
+    """In the order of the definitions in the tools array."""
+    tools_path: str
     names_json: bytes
+    digests: dict[str, str]
     summary: dict[str, Any]
     diagnostics: list[Diagnostic]
 
 
+class _Definitions(Mapping[str, JsonObject]):
+    """A target's definitions by tool id, decoded from its emitted file on first read: the lock reads digests
+    and codegen reads name maps, so a compile never holds a big API's definitions after lowering them."""
+
+    def __init__(self, target: str, files: FileSet, path: str, tool_ids: list[str]) -> None:
+        self._target, self._files, self._path, self._ids = target, files, path, tool_ids
+        self._known = frozenset(tool_ids)
+        self._decoded: dict[str, JsonObject] | None = None
+
+    def _all(self) -> dict[str, JsonObject]:
+        if self._decoded is None:
+            definitions = definitions_of(self._target, orjson.loads(self._files[self._path]))
+            self._decoded = dict(zip(self._ids, definitions, strict=True))
+        return self._decoded
+
+    def __getitem__(self, tool_id: str) -> JsonObject:
+        return self._all()[tool_id]
+
+    def __contains__(self, tool_id: object) -> bool:
+        return tool_id in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 # Lowering 1,000+ tools takes ~0.3 s per target: targets are independent, so a big catalog lowers on every core.
-# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group.
+# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group. Workers are forked: the
+# catalog is inherited (frozen out of the cyclic GC by the pipeline, so its pages stay shared), never pickled,
+# and each worker sends back only its group's names, digests and diagnostics.
 PARALLEL_MIN_TOOLS = 300
 _forked: Build | None = None
 """The build a forked worker reads (inherited from the parent's memory, never pickled)."""
@@ -78,15 +114,22 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
         before = len(build.diagnostics)
         result = lower_target(build.catalog, build.resolver, target, build.config, shared)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
-        tools = tools_array(target, [item.definition for item in ordered])
+        definitions = [item.definition for item in ordered]
+        digests = {item.tool.id: digest(item.definition) for item in ordered}
+        tools = tools_array(target, definitions)
         tools_json = canonical_json(tools)
+        summary = _summary(result, tools, tools_json)
+        del tools, definitions
+        path = build.files.spool_dir() / f"{target}.tools.json"
+        path.write_bytes(tools_json)
+        del tools_json
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
-        emitted.append(_Emitted(target, [item.tool.id for item in ordered], tools_json, canonical_json(result.name_map()),
-                                _summary(result, tools, tools_json), found))
+        emitted.append(_Emitted(target, [item.tool.id for item in ordered], str(path),
+                                canonical_json(result.name_map()), digests, summary, found))
+        del result, ordered
     return emitted
-
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
     """Targets of one dialect family in one group, in order of first appearance."""
@@ -99,6 +142,7 @@ def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
 def _lower_all(build: Build) -> list[_Emitted]:
     global _forked
     _forked = build
+    build.files.spool_dir()  # made before forking: every worker writes into the same folder
     try:
         groups = _groups(build.targets)
         workers = min(len(groups), cores())
@@ -123,10 +167,12 @@ def emit_providers(build: Build) -> dict[str, TargetOutput]:
             if diagnostic.provider or diagnostic not in seen:
                 seen.add(diagnostic)
                 build.diagnostics.add(diagnostic)
-        build.add_file(f"schemas/{target}.json", item.tools_json)
+        tools_file = f"schemas/{target}.json"
+        if tools_file in build.files:
+            raise ValueError(f"two stages write {tools_file}")
+        build.files.adopt(tools_file, Path(item.tools_path))
         build.add_file(f"schemas/{target}.names.json", item.names_json)
-        tools = orjson.loads(item.tools_json)
-        definitions = definitions_of(target, tools)
-        outputs[target] = TargetOutput(target=target, tools=dict(zip(item.tool_ids, definitions, strict=True)),
-                                       names=orjson.loads(item.names_json), summary=item.summary)
+        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, build.files, tools_file, item.tool_ids),
+                                       names=orjson.loads(item.names_json), summary=item.summary,
+                                       digests=item.digests)
     return outputs
