@@ -17,6 +17,7 @@ from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog, JsonObject
 from compiler.output import FileSet
+from compiler.progress import Progress
 
 if TYPE_CHECKING:
     from compiler.refs import RefResolver
@@ -79,6 +80,8 @@ class Build:
     providers: dict[str, TargetOutput] = field(default_factory=dict)
     codegen: CodegenRecord | None = None
     lock: LockData | None = None
+    progress: Progress = field(default_factory=Progress)
+    """Where stages report steps (a terminal's progress bar, or nothing)."""
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:

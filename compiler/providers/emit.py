@@ -9,7 +9,7 @@ with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,9 +147,18 @@ def _lower_all(build: Build) -> list[_Emitted]:
         groups = _groups(build.targets)
         workers = min(len(groups), cores())
         if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():
-            return [item for group in groups for item in _lower_group(group)]
+            found: list[_Emitted] = []
+            for group in groups:
+                for item in _lower_group(group):
+                    build.progress.step(f"lowered {item.target}")
+                    found.append(item)
+            return found
         with ProcessPoolExecutor(max_workers=workers, mp_context=start_context()) as pool:
-            results = list(pool.map(_lower_group, groups))
+            futures = [pool.submit(_lower_group, group) for group in groups]
+            for future in as_completed(futures):
+                for item in future.result():
+                    build.progress.step(f"lowered {item.target}")
+            results = [future.result() for future in futures]  # merged in group order, whatever finished first
         return [item for group in results for item in group]
     finally:
         _forked = None
