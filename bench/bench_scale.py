@@ -36,7 +36,7 @@ from pathlib import Path
 from harness import ROOT, peer_venv, precompile
 
 sys.path.insert(0, str(ROOT))
-from tests.support.synthetic import SIZES, synthetic_openapi
+from tests.support.synthetic import SERIES, synthetic_openapi
 
 TOOLC = ROOT / ".venv" / "bin" / "toolc"
 GRAPH = ROOT.parent.parent / "shared" / "corpus" / "openapi" / "microsoft-graph-v1.0.json"
@@ -169,7 +169,7 @@ def compile_cases(spec: Path, label: str, scratch: Path, *, full: bool = True, t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=GRAPH)
-    parser.add_argument("--series", default=",".join(str(n) for n in SIZES["series"]))  # type: ignore[attr-defined]
+    parser.add_argument("--series", default=",".join(str(n) for n in SERIES))
     parser.add_argument("--series-codegen", action="store_true", help="also the full compile for the series")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--no-graph", action="store_true")

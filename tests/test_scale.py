@@ -14,6 +14,7 @@ import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -21,16 +22,16 @@ from compiler.config import Config, ProvidersConfig
 from compiler.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project, read_catalog
 from compiler.providers import codes
-from compiler.providers.lower import lower_target
+from compiler.providers.lower import TargetResult, lower_target
 from compiler.providers.registry import TARGETS
 from compiler.providers.validate import validate
 from compiler.refs import RefResolver
 
 from .helpers import ROOT, run_toolc
-from .support.synthetic import OVERSIZE_OPERATION, SIZES, operation_ids, synthetic_openapi
+from .support.synthetic import MID, OVERSIZE_OPERATION, operation_ids, synthetic_openapi
 
 
-def _write(tmp_path: Path, operations: int, *, oversize: bool = False) -> tuple[Path, dict[str, object]]:
+def _write(tmp_path: Path, operations: int, *, oversize: bool = False) -> tuple[Path, dict[str, Any]]:
     document = synthetic_openapi(operations, oversize=oversize)
     path = tmp_path / "synthetic.json"
     path.write_text(json.dumps(document))
@@ -44,14 +45,14 @@ def test_the_generator_is_deterministic_and_exact() -> None:
 
 
 def test_mid_size_compiles_every_target_and_the_stubs(tmp_path: Path) -> None:
-    spec, document = _write(tmp_path, int(SIZES["mid"]), oversize=True)  # type: ignore[call-overload]
+    spec, document = _write(tmp_path, MID, oversize=True)
     out, report = tmp_path / "out", tmp_path / "reports" / "deep" / "report.json"
     result = run_toolc("compile", spec, "--out", out, "--target", "all", "--codegen", "--report", report)
     assert result.exit_code == 0, result.stderr
     # every operation is a tool in the catalog
     catalog = json.loads((out / "catalog.json").read_text())
     ids = {tool["id"] for tool in catalog["tools"]}
-    assert ids == {f"openapi:synthetic:{op}" for op in operation_ids(document)}  # type: ignore[arg-type]
+    assert ids == {f"openapi:synthetic:{op}" for op in operation_ids(document)}
     # ... and, for every target, a tool in its file or a diagnostic saying why not
     data = json.loads(report.read_text())
     for target in TARGETS:
@@ -76,8 +77,10 @@ def test_a_tool_over_the_inline_budget_shares_defs_or_is_left_out(tmp_path: Path
     spec, _ = _write(tmp_path, 10, oversize=True)
     wide = f"openapi:synthetic:{OVERSIZE_OPERATION}"
 
-    def lowered(budget: int) -> dict[str, object]:
-        config = Config(root=tmp_path, providers=ProvidersConfig(max_inline_nodes=budget))
+    def lowered(budget: int, gemini_schema: Literal["parameters", "json-schema"] = "parameters",
+                ) -> dict[str, TargetResult]:
+        config = Config(root=tmp_path, providers=ProvidersConfig(max_inline_nodes=budget,
+                                                                 gemini_schema=gemini_schema))
         diagnostics = Diagnostics()
         resolver = RefResolver(diagnostics)
         catalog = read_catalog(config, adhoc_inputs([spec], tmp_path), resolver, diagnostics)
@@ -86,16 +89,20 @@ def test_a_tool_over_the_inline_budget_shares_defs_or_is_left_out(tmp_path: Path
 
     results = lowered(10_000)
     gemini = results["gemini"]
-    over = [d for d in gemini.diagnostics if d.code == codes.OVER_BUDGET]  # type: ignore[attr-defined]
+    over = [d for d in gemini.diagnostics if d.code == codes.OVER_BUDGET]
     assert [(d.tool, d.severity.value, d.provider) for d in over] == [(wide, "warning", "gemini")]
-    assert "providers.max_inline_nodes" in over[0].message
-    assert wide not in {item.tool.id for item in gemini.lowered}  # type: ignore[attr-defined]
-    assert len(gemini.lowered) == 10  # type: ignore[attr-defined]
+    assert "providers.max_inline_nodes" in over[0].message and "gemini_schema: json-schema" in over[0].message
+    # ... which is the way out: parametersJsonSchema shares $defs, so nothing is over budget there
+    json_schema = lowered(10_000, "json-schema")["gemini"]
+    assert not [d for d in json_schema.diagnostics if d.code == codes.OVER_BUDGET]
+    assert len(json_schema.lowered) == 11
+    assert wide not in {item.tool.id for item in gemini.lowered}
+    assert len(gemini.lowered) == 10
 
     anthropic = results["anthropic"]
-    shared_defs = [d for d in anthropic.diagnostics if d.code == codes.SHARED_DEFS]  # type: ignore[attr-defined]
+    shared_defs = [d for d in anthropic.diagnostics if d.code == codes.SHARED_DEFS]
     assert [d.tool for d in shared_defs] == [wide]
-    item = next(i for i in anthropic.lowered if i.tool.id == wide)  # type: ignore[attr-defined]
+    item = next(i for i in anthropic.lowered if i.tool.id == wide)
     schema = item.definition["input_schema"]
     assert set(schema["$defs"]) == {f"Wide{d}" for d in range(1, 15)}
     assert validate("anthropic", item.definition) == []
@@ -105,7 +112,7 @@ def test_a_tool_over_the_inline_budget_shares_defs_or_is_left_out(tmp_path: Path
 
     # a budget big enough lets the wide tree inline again, for both
     roomy = lowered(100_000)
-    assert not [d for r in roomy.values() for d in r.diagnostics  # type: ignore[attr-defined]
+    assert not [d for r in roomy.values() for d in r.diagnostics
                 if d.code in (codes.OVER_BUDGET, codes.SHARED_DEFS)]
 
 
@@ -179,11 +186,11 @@ def test_no_progress_in_a_pipe_nor_under_quiet(tmp_path: Path) -> None:
 def test_big_provider_files_are_spooled_not_held(tmp_path: Path) -> None:
     from compiler.output import FileSet
 
-    spec, _ = _write(tmp_path, int(SIZES["mid"]))  # type: ignore[call-overload]
+    spec, _ = _write(tmp_path, MID)
     build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path),
                             targets=("anthropic",), out_dir=tmp_path / "out")
     assert isinstance(build.files, FileSet)
     assert build.files.size("schemas/anthropic.json") >= FileSet.SPOOL_MIN
     assert build.files.spooled_path("schemas/anthropic.json") is not None
     tools = json.loads(build.files["schemas/anthropic.json"])
-    assert len(tools) == len(build.providers["anthropic"].digests) == int(SIZES["mid"])  # type: ignore[call-overload]
+    assert len(tools) == len(build.providers["anthropic"].digests) == MID

@@ -174,6 +174,8 @@ class Dialect(ABC):
     loose_root: ClassVar[tuple[NodePass, ...]] = ()
     budget: ClassVar[Budget | None] = None
     """Per-request limits on strict tools (None: none documented)."""
+    over_budget_advice: ClassVar[str] = "raise providers.max_inline_nodes to send it inlined"
+    """The way out `over_budget`'s diagnostic (TC450) suggests."""
     strict_option: ClassVar[str | None] = None
     """The `providers:` option that turns strict on (None: strict whenever the wrapper has a strict flag)."""
 
@@ -218,8 +220,8 @@ class Dialect(ABC):
         provider accepts `$defs` overrides this to share them instead (`share_defs`)."""
         raise CompilerError(Diagnostic(
             code=codes.OVER_BUDGET, severity=codes.severity(codes.OVER_BUDGET), provider=self.target,
-            message=f"left out: its schema inlined is over {budget} schema objects (providers.max_inline_nodes); "
-                    "this target cannot share definitions through $ref",
+            message=f"left out: its schema inlined is over {budget} schema objects (providers.max_inline_nodes) "
+                    f"and this target cannot share definitions through $ref; {self.over_budget_advice}",
             source=tool.source, tool=tool.id, pointer="/"))
 
     def share_defs(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:

@@ -307,6 +307,8 @@ class GeminiDialect(Dialect):
     resolution = "inline"
     loose_passes = PARAMETERS_PASSES
     loose_root = (_root,)
+    over_budget_advice = ("set providers.gemini_schema: json-schema to send it with shared $defs, or raise "
+                          "providers.max_inline_nodes")
 
     @staticmethod
     def _json_schema(env: LowerEnv) -> bool:

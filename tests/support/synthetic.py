@@ -1,5 +1,5 @@
 """A synthetic OpenAPI 3.0 document of N operations that share deep `$ref` trees, for the scale bench
-(`bench/bench_scale.py`: N = 1k, 2k, 4k, 8k) and the scale tests (`SIZES["mid"]`), which must not read the real
+(`bench/bench_scale.py`: `SERIES`) and the scale tests (`MID`), which must not read the real
 corpus. Deterministic: the same N gives the same bytes.
 
 Shape (what makes big real APIs hard, at a size that grows linearly with N):
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-SIZES = {"small": 50, "mid": 250, "series": (1000, 2000, 4000, 8000)}
+MID = 250
+SERIES = (1000, 2000, 4000, 8000)
 DEPTH = 6
 OPS_PER_FAMILY = 5
 WIDE_DEPTH = 15
