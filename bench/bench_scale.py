@@ -45,11 +45,11 @@ if not GRAPH.exists():
 GOALS = {"full": (60.0, 2048.0), "no-codegen": (25.0, 1024.0)}
 FASTMCP_RUN = r"""
 import asyncio, json, sys, warnings
-import httpx
+import httpx2
 from fastmcp import FastMCP
 warnings.simplefilter("ignore")
 spec = json.loads(open(sys.argv[1], "rb").read())
-server = FastMCP.from_openapi(openapi_spec=spec, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"))
+server = FastMCP.from_openapi(openapi_spec=spec, client=httpx2.AsyncClient(base_url="http://127.0.0.1:9"))
 tools = asyncio.run(server.list_tools())
 data = [t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
 print(json.dumps({"tools": len(tools), "bytes": len(json.dumps(data))}))

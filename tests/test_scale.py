@@ -194,3 +194,20 @@ def test_big_provider_files_are_spooled_not_held(tmp_path: Path) -> None:
     assert build.files.spooled_path("schemas/anthropic.json") is not None
     tools = json.loads(build.files["schemas/anthropic.json"])
     assert len(tools) == len(build.providers["anthropic"].digests) == MID
+
+
+@pytest.mark.parametrize("operations", [0, 1, 12])
+def test_streamed_provider_files_are_the_canonical_encoding(tmp_path: Path, operations: int) -> None:
+    from compiler.providers.emit import estimate_tokens
+    from compiler.serialize import canonical_json
+
+    spec, _ = _write(tmp_path, operations, oversize=operations == 12)
+    build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path), targets=TARGETS,
+                            out_dir=tmp_path / "out")
+    for target in TARGETS:
+        written = build.files[f"schemas/{target}.json"]
+        tools = json.loads(written)
+        assert written == canonical_json(tools), target
+        summary = build.providers[target].summary
+        assert summary["bytes"] == len(written)
+        assert summary["estimated_tokens"] == estimate_tokens(tools)

@@ -8,6 +8,7 @@ with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -18,11 +19,11 @@ import orjson
 
 from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
-from compiler.drift.lock import digest
 from compiler.ir import JsonObject
 from compiler.output import FileSet
 from compiler.parallel import can_fork, cores, start_context
-from compiler.providers.lower import TargetResult, lower_target
+from compiler.providers.dialect import Lowered
+from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
 from compiler.serialize import canonical_json, compact_json
 
@@ -41,16 +42,6 @@ def definitions_of(target: str, tools: list[JsonObject]) -> list[JsonObject]:
 
 def estimate_tokens(data: Any) -> int:
     return -(-len(compact_json(data)) // CHARS_PER_TOKEN)
-
-
-def _summary(result: TargetResult, tools: list[JsonObject], emitted: bytes) -> dict[str, Any]:
-    return {
-        "tools": len(result.lowered),
-        "strict": sum(1 for item in result.lowered if item.strict),
-        "bytes": len(emitted),
-        "estimated_tokens": estimate_tokens(tools),
-        "losses": len(result.diagnostics),
-    }
 
 
 @dataclass(frozen=True)
@@ -114,15 +105,11 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
         before = len(build.diagnostics)
         result = lower_target(build.catalog, build.resolver, target, build.config, shared)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
-        definitions = [item.definition for item in ordered]
-        digests = {item.tool.id: digest(item.definition) for item in ordered}
-        tools = tools_array(target, definitions)
-        tools_json = canonical_json(tools)
-        summary = _summary(result, tools, tools_json)
-        del tools, definitions
         path = build.files.spool_dir() / f"{target}.tools.json"
-        path.write_bytes(tools_json)
-        del tools_json
+        digests, size, compact_size = _write_tools(path, target, ordered)
+        summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
+                   "bytes": size, "estimated_tokens": -(-compact_size // CHARS_PER_TOKEN),
+                   "losses": len(result.diagnostics)}
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
@@ -130,6 +117,42 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
                                 canonical_json(result.name_map()), digests, summary, found))
         del result, ordered
     return emitted
+
+_ITEM = "\u0000toolc-definition\u0000"
+
+
+def _write_tools(path: Path, target: str, ordered: list[Lowered]) -> tuple[dict[str, str], int, int]:
+    """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
+    array is hundreds of MB: never held as one `bytes`). Returns the digests by tool id, the bytes written and
+    the length of the array's compact JSON (for the token estimate), both exactly as if encoded whole.
+
+    Works on the array's skeleton: the canonical encoding of the same array holding one placeholder string; each
+    definition is encoded canonically and indented to the placeholder's column (JSON strings hold no raw
+    newline, so indenting after every newline is exact)."""
+    if not ordered:
+        empty = canonical_json(tools_array(target, []))
+        path.write_bytes(empty)
+        return {}, len(empty), len(compact_json(tools_array(target, [])))
+    skeleton = canonical_json(tools_array(target, [_ITEM]))  # type: ignore[list-item]
+    placeholder = orjson.dumps(_ITEM)
+    head, tail = skeleton.split(placeholder)
+    indent = b"\n" + b" " * (len(head) - head.rfind(b"\n") - 1)
+    compact_size = len(compact_json(tools_array(target, [_ITEM]))) - len(placeholder) + len(ordered) - 1  # type: ignore[list-item]
+    digests: dict[str, str] = {}
+    with path.open("wb") as out:
+        out.write(head)
+        for index, item in enumerate(ordered):
+            compact = compact_json(item.definition)
+            digests[item.tool.id] = "sha256:" + hashlib.sha256(compact).hexdigest()
+            compact_size += len(compact)
+            if index:
+                out.write(b"," + indent)
+            out.write(orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+                      .replace(b"\n", indent))
+        out.write(tail)
+        size = out.tell()
+    return digests, size, compact_size
+
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
     """Targets of one dialect family in one group, in order of first appearance."""
