@@ -2,7 +2,7 @@
 process tree (issue 12).
 
     .venv/bin/python bench/bench_scale.py [--spec PATH] [--series 1000,2000,4000,8000] [--no-peer] [--no-graph]
-                                          [--series-codegen] [--peer-cap-gb 6] [--timeout 900]
+                                          [--skip-full] [--series-codegen] [--peer-cap-gb 6] [--timeout 900]
 
 Cases, each in a fresh process, in one run:
 - Microsoft Graph v1.0 (`../shared/corpus/openapi/microsoft-graph-v1.0.json`, 20 MB, 11,422 operations):
@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--series-codegen", action="store_true", help="also the full compile for the series")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--no-graph", action="store_true")
+    parser.add_argument("--skip-full", action="store_true", help="the real document without its full compile")
     parser.add_argument("--peer-cap-gb", type=float, default=6.0)
     parser.add_argument("--timeout", type=float, default=900)
     args = parser.parse_args()
@@ -181,7 +182,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="toolc-bench-scale-") as tmp:
         scratch = Path(tmp)
         if not args.no_graph:
-            rows += compile_cases(args.spec, "graph", scratch, timeout=args.timeout)
+            rows += compile_cases(args.spec, "graph", scratch, full=not args.skip_full, timeout=args.timeout)
             for row in rows:
                 case = row.name.split("(")[-1].rstrip(")")
                 if case in GOALS:
