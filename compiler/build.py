@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog, JsonObject
+from compiler.output import FileSet
+from compiler.progress import Progress
 
 if TYPE_CHECKING:
     from compiler.refs import RefResolver
@@ -45,6 +47,9 @@ class TargetOutput:
     """The reverse name map (`schemas/<target>.names.json`, format in `providers.namemap`)."""
     summary: Mapping[str, Any]
     """Sizes for `--report`: tools, strict, bytes, estimated_tokens, losses."""
+    digests: Mapping[str, str] = field(default_factory=dict)
+    """Tool id → `drift.lock.digest` of its definition, computed where it was lowered so that the lock never
+    needs the definitions back (`tools` is decoded only when something reads it)."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,8 @@ class Build:
     resolver: RefResolver
     diagnostics: Diagnostics
     targets: tuple[str, ...]
-    files: dict[str, bytes] = field(default_factory=dict)
-    """Output files, by path relative to the output folder (POSIX separators)."""
+    files: FileSet = field(default_factory=FileSet)
+    """Output files, by path relative to the output folder (POSIX separators); big ones spooled to disk."""
     previous_output: MutableMapping[str, bytes] = field(default_factory=dict)
     """The output folder as it was before this compile (codegen carries `# toolc: keep` edits over from it)."""
     previous_codegen: CodegenRecord | None = None
@@ -75,6 +80,8 @@ class Build:
     providers: dict[str, TargetOutput] = field(default_factory=dict)
     codegen: CodegenRecord | None = None
     lock: LockData | None = None
+    progress: Progress = field(default_factory=Progress)
+    """Where stages report steps (a terminal's progress bar, or nothing)."""
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:
@@ -82,7 +89,8 @@ class Build:
         self.files[path] = content
 
     def report_extra(self) -> dict[str, Any]:
-        """What `--report` adds to the diagnostics: per-target sizes and tokens, and each toolset's per target."""
+        """What `--report` adds to the diagnostics: per-target sizes and tokens, each
+        toolset's per target, and every output file's size in bytes."""
         extra: dict[str, Any] = {"targets": {target: dict(output.summary) for target, output in self.providers.items()}}
         index = self.files.get("schemas/toolsets/index.json")
         if index is not None:
@@ -91,4 +99,5 @@ class Build:
             sets = orjson.loads(index)["toolsets"]
             extra["toolsets"] = {name: {target: {"tools": row["tools"], "tokens": row["tokens"]}
                                         for target, row in entry["targets"].items()} for name, entry in sets.items()}
+        extra["files"] = {path: self.files.size(path) for path in self.files}
         return extra

@@ -115,6 +115,9 @@ class ProvidersConfig(_Strict):
     """Send Claude tools with `strict: true` where the schema and the per-request budgets allow it."""
     gemini_schema: Literal["parameters", "json-schema"] = "parameters"
     """Gemini declarations carry `parameters` (OpenAPI subset) or `parametersJsonSchema` (JSON Schema)."""
+    max_inline_nodes: int = Field(default=10_000, gt=0)
+    """Per-tool size budget of an inlined schema (schema objects): past it Claude gets shared `$defs` (TC451) and
+    Gemini `parameters` leave the tool out (TC450), instead of one tool costing megabytes in every request."""
 
 
 class ToolsetsConfig(_Strict):

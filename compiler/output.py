@@ -6,12 +6,76 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 
 CANNOT_WRITE = "TC120"
+
+
+class FileSet(MutableMapping[str, bytes]):
+    """A build's output files by POSIX relative path. Files of `SPOOL_MIN` bytes or more (the provider files of a
+    big API: hundreds of MB each) live in a private temporary folder, not in memory: a build holds at most one of
+    them at a time, and `write_tree` copies them without reading them in."""
+
+    SPOOL_MIN = 1 << 20
+
+    def __init__(self) -> None:
+        self._small: dict[str, bytes] = {}
+        self._spooled: dict[str, Path] = {}
+        self._spool: tempfile.TemporaryDirectory[str] | None = None
+
+    def spool_dir(self) -> Path:
+        """Where big files are kept (a worker process may write there and hand the path to `adopt`)."""
+        if self._spool is None:
+            self._spool = tempfile.TemporaryDirectory(prefix="toolc-spool-")
+        return Path(self._spool.name)
+
+    def adopt(self, path: str, spooled: Path) -> None:
+        """Take `spooled` (a file in `spool_dir()`) as the content of `path`."""
+        self._discard(path)
+        self._spooled[path] = spooled
+
+    def spooled_path(self, path: str) -> Path | None:
+        return self._spooled.get(path)
+
+    def size(self, path: str) -> int:
+        spooled = self._spooled.get(path)
+        return spooled.stat().st_size if spooled is not None else len(self._small[path])
+
+    def __getitem__(self, path: str) -> bytes:
+        spooled = self._spooled.get(path)
+        return spooled.read_bytes() if spooled is not None else self._small[path]
+
+    def __setitem__(self, path: str, content: bytes) -> None:
+        self._discard(path)
+        if len(content) < self.SPOOL_MIN:
+            self._small[path] = content
+            return
+        spooled = Path(tempfile.mkstemp(dir=self.spool_dir(), suffix=".out")[1])
+        spooled.write_bytes(content)
+        self._spooled[path] = spooled
+
+    def __delitem__(self, path: str) -> None:
+        if path not in self:
+            raise KeyError(path)
+        self._discard(path)
+
+    def _discard(self, path: str) -> None:
+        self._small.pop(path, None)
+        spooled = self._spooled.pop(path, None)
+        if spooled is not None:
+            spooled.unlink(missing_ok=True)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._small or path in self._spooled
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted([*self._small, *self._spooled]))
+
+    def __len__(self) -> int:
+        return len(self._small) + len(self._spooled)
 
 
 class OutputFolder(MutableMapping[str, bytes]):
@@ -59,16 +123,21 @@ def read_tree(folder: Path) -> dict[str, bytes]:
     return {relative: (folder / relative).read_bytes() for relative in _relative_files(folder)}
 
 
-def write_tree(folder: Path, files: dict[str, bytes]) -> None:
+def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Files are written one at a time (a `FileSet`'s spooled files are copied, never read in whole)."""
     folder = folder.resolve()
     parent = folder.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=parent))
-        for relative, content in sorted(files.items()):
+        for relative in sorted(files):
             target = staging / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
+            spooled = files.spooled_path(relative) if isinstance(files, FileSet) else None
+            if spooled is not None:
+                shutil.copyfile(spooled, target)
+            else:
+                target.write_bytes(files[relative])
         if folder.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=parent))
             os.replace(folder, retired / folder.name)

@@ -8,6 +8,7 @@ Each stage adds its files to the `Build` and hands on a typed value the later on
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
+from compiler.progress import Progress
 from compiler.providers.emit import emit_providers
 from compiler.providers.fit import emit_fit
 from compiler.providers.registry import PROVIDERS
@@ -153,20 +155,23 @@ def compile_project(
     targets: Iterable[str] | None = None,
     live: bool = False,
     out_dir: Path | None = None,
+    progress: Progress | None = None,
 ) -> Build:
-    """Run every stage in memory. Nothing is written: see `write_build`.
+    """Run every stage in memory. Nothing is written: see `write_build`. `progress` hears each stage (one step
+    per stage and per target; the caller ends it after writing).
 
     The compile runs under the project's limits (`compiler.limits`), including its memory budget: running out
     of it anywhere is the diagnostic TC139, and the stages after it do not run."""
     with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb):
-        return _compile(config, inputs, targets=targets, live=live, out_dir=out_dir)
+        return _compile(config, inputs, targets=targets, live=live, out_dir=out_dir, progress=progress or Progress())
 
 
 def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[str] | None, live: bool,
-             out_dir: Path | None) -> Build:
+             out_dir: Path | None, progress: Progress) -> Build:
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
     chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
+    progress.begin(1 + len(_STAGES) + len(chosen), "reading sources")
     try:
         catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver,
                                diagnostics, live=live)
@@ -176,22 +181,33 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         _out_of_memory(diagnostics, config, "while reading the sources")
         return Build(config=config, catalog=build_catalog((), diagnostics), resolver=resolver,
                      diagnostics=diagnostics, targets=chosen)
-    destination = out_dir or config.output_dir
-    build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
-                  previous_output=OutputFolder(destination), previous_codegen=load_record(destination))
-    done = "reading the sources"
-    for stage, run in _STAGES:
-        if limits.over_budget():  # checked between stages: what one stage left behind stops the next
-            _out_of_memory(diagnostics, config, f"after {done}")
-            break
-        try:
-            run(build)
-        except Exception as exc:
-            if not limits.is_out_of_memory(exc):
-                raise
-            _out_of_memory(diagnostics, config, f"in {stage}")
-            break
-        done = stage
+    progress.step(f"catalog.json: {len(catalog.tools)} tools")
+    # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations, the
+    # collector stops rescanning its millions of objects (a third of lowering time on Microsoft Graph) and
+    # forked workers stop dirtying the pages they share with this process.
+    gc.freeze()
+    try:
+        destination = out_dir or config.output_dir
+        build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
+                      previous_output=OutputFolder(destination), previous_codegen=load_record(destination),
+                      progress=progress)
+        done = "reading the sources"
+        for stage, run in _STAGES:
+            if limits.over_budget():  # checked between stages: what one stage left behind stops the next
+                _out_of_memory(diagnostics, config, f"after {done}")
+                break
+            progress.stage(stage)
+            try:
+                run(build)
+            except Exception as exc:
+                if not limits.is_out_of_memory(exc):
+                    raise
+                _out_of_memory(diagnostics, config, f"in {stage}")
+                break
+            progress.step()
+            done = stage
+    finally:
+        gc.unfreeze()  # a process that compiles again (tests, the pytest plugin) gets its memory back
     return build
 
 

@@ -52,8 +52,11 @@ def test_every_tool_lowers_for_every_target(name: str) -> None:
     for target, result in results.items():
         invalid = [d.render() for d in result.diagnostics if d.code == codes.INVALID_OUTPUT]
         assert invalid == [], (target, invalid[:3])
-        assert len(result.lowered) == len(catalog.tools), (name, target)
-        assert len(result.entries) == len(catalog.tools)
+        # A tool whose inlined schema passes the per-tool budget is left out with TC450 (Kubernetes' 3 biggest
+        # for Gemini `parameters`); every other tool lowers.
+        over = {d.tool for d in result.diagnostics if d.code == codes.INLINE_OVER_BUDGET}
+        assert len(result.lowered) + len(over) == len(catalog.tools), (name, target)
+        assert len(result.entries) + len(over) == len(catalog.tools)
 
 
 @pytest.mark.parametrize("name", list(CORPORA))

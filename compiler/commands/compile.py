@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from compiler.build import Build
 from compiler.commands.support import (
     EXIT_FAILED,
     failed,
@@ -17,10 +18,12 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import ALL_TARGETS
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.emit import report
 from compiler.providers.registry import ALIASES
 from compiler.serialize import canonical_json
+
+CANNOT_WRITE_REPORT = "TC760"
 
 
 @click.command("compile")
@@ -34,11 +37,17 @@ from compiler.serialize import canonical_json
 @click.option("--codegen/--no-codegen", default=None,
               help="Emit (or skip) the typed stubs and router under python/ (default: the project's `codegen`).")
 @click.option("-v", "--verbose", is_flag=True, help="Print info diagnostics too (the full loss report).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress display and no summary line (diagnostics are still printed).")
 @guarded
 def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | None, targets: str | None,
-                    report_path: Path | None, strict: bool, live: bool, codegen: bool | None, verbose: bool) -> None:
-    """Compile the project (or the OpenAPI documents / recorded listings given as PATHs) into the output folder."""
+                    report_path: Path | None, strict: bool, live: bool, codegen: bool | None, verbose: bool,
+                    quiet: bool) -> None:
+    """Compile the project (or the OpenAPI documents / recorded listings given as PATHs) into the output folder.
+
+    On a terminal, a progress bar on stderr shows the running stage (not with --quiet, nor in a pipe)."""
     from compiler.pipeline import compile_project, write_build
+    from compiler.progress import for_terminal
 
     config, inputs = load_inputs(paths, config_path)
     if inputs is not None and out_dir is None:
@@ -47,22 +56,38 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
         config = config.model_copy(update={"codegen": codegen})
     destination = out_dir or config.output_dir
     build = None
+    progress = for_terminal(quiet=quiet)
     try:
-        build = compile_project(config, inputs, targets=parse_targets(targets), live=live, out_dir=destination)
+        try:
+            build = compile_project(config, inputs, targets=parse_targets(targets), live=live, out_dir=destination,
+                                    progress=progress)
+        finally:
+            progress.end()  # the bar's line is finished before any diagnostic is printed
         diagnostics = build.diagnostics
         print_diagnostics(diagnostics, verbose=verbose)
         if failed(diagnostics, strict):
             click.echo(f"toolc: compile failed; {destination} left as it was", err=True)
             sys.exit(EXIT_FAILED)
         write_build(build, destination)
-        click.echo(
-            f"toolc: {len(build.catalog.tools)} tools from {len(build.catalog.sources)} sources → {destination} "
-            f"({len(build.files)} files; {diagnostics.count(Severity.ERROR)} errors, "
-            f"{diagnostics.count(Severity.WARNING)} warnings, {diagnostics.count(Severity.INFO)} notes)",
-            err=True,
-        )
+        if not quiet:
+            click.echo(
+                f"toolc: {len(build.catalog.tools)} tools from {len(build.catalog.sources)} sources → {destination} "
+                f"({len(build.files)} files; {diagnostics.count(Severity.ERROR)} errors, "
+                f"{diagnostics.count(Severity.WARNING)} warnings, {diagnostics.count(Severity.INFO)} notes)",
+                err=True,
+            )
     finally:
         if report_path is not None:
-            diags = build.diagnostics if build else Diagnostics()
-            report_path.write_bytes(canonical_json(report(build.catalog if build else None, diags,
-                                                          extra=build.report_extra() if build else None)))
+            write_report(report_path, build)
+
+
+def write_report(path: Path, build: Build | None) -> None:
+    """`--report`: the diagnostics, per-target sizes and each output file's size; its folder is created."""
+    diagnostics = build.diagnostics if build else Diagnostics()
+    data = report(build.catalog if build else None, diagnostics, extra=build.report_extra() if build else None)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(canonical_json(data))
+    except OSError as exc:
+        raise CompilerError(Diagnostic(code=CANNOT_WRITE_REPORT, severity=Severity.ERROR, source=str(path),
+                                       message=f"cannot write the report: {exc.strerror or exc}")) from None

@@ -137,8 +137,9 @@ def lock_data(catalog: Catalog, providers: Mapping[str, TargetOutput]) -> LockDa
     tools: dict[str, LockEntry] = {}
     for tool in catalog.tools:
         entry: LockEntry = {"ir": hasher.ir_hash(tool)}
-        lowered = {target: digest(output.tools[tool.id]) for target, output in sorted(providers.items())
-                   if tool.id in output.tools}
+        lowered = {target: output.digests[tool.id] if output.digests else digest(output.tools[tool.id])
+                   for target, output in sorted(providers.items())
+                   if tool.id in (output.digests or output.tools)}
         if lowered:
             entry["providers"] = lowered
         tools[tool.id] = entry

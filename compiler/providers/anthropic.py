@@ -1,6 +1,7 @@
 """Claude tools: `{"name", "description", "input_schema", "strict"?}` (providers.md §2).
 
-Always: `$ref` inlined (recursion pruned by the resolver), root `type: object` with no top-level
+Always: `$ref` inlined (recursion pruned by the resolver) unless the inlined schema would pass the per-tool
+budget (`providers.max_inline_nodes`): then its definitions are shared under `$defs` and it goes non-strict (TC451); root `type: object` with no top-level
 `anyOf`/`oneOf`/`allOf` (hoisted, alternatives described), nullable written as `anyOf` (no type lists),
 top-level property keys matching `^[a-zA-Z0-9_.-]{1,64}$` (renamed, mapped back by the name map).
 Strict (only when asked, `providers.anthropic_strict`): `additionalProperties: false` on every object, the
@@ -130,6 +131,9 @@ class AnthropicDialect(Dialect):
     loose_root = (_root,)
     budget = Budget(strict_tools=20, optional_parameters=24, union_parameters=16)
     strict_option = "anthropic_strict"
+
+    def over_budget(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:
+        return self.share_defs(tool, env, ctx, budget)  # the Messages API accepts $defs (providers.md §2.2)
 
     def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
              strict: bool) -> Lowered:

@@ -1,4 +1,5 @@
-"""Diagnostic codes of provider lowering (TC401-TC449, TC770-TC779 for request fitting) and the one place their severity is decided.
+"""Diagnostic codes of provider lowering (TC401-TC459, TC770-TC779 for request fitting) and the one place their
+severity is decided.
 
 The loss report is made of these: every keyword a lowering drops, moves into a description or weakens is one
 diagnostic with the target as `provider`, the tool id and a JSON pointer into the *lowered* schema (which mirrors
@@ -73,7 +74,13 @@ DISCOVERY_FORM = "TC771"
 EMPTY_TOOLSET = "TC772"
 """A `toolsets.globs` entry matches no tool."""
 
+INLINE_OVER_BUDGET = "TC450"
+"""Inlined, the tool's schema would pass `providers.max_inline_nodes` and the target cannot share `$defs`: left out."""
+SHARED_DEFS = "TC451"
+"""Inlined, the tool's schema would pass `providers.max_inline_nodes`: sent with its definitions in `$defs`."""
+
 SEVERITY: dict[str, Severity] = {
+    INLINE_OVER_BUDGET: Severity.WARNING,
     NAME_CLASH: Severity.ERROR,
     INVALID_OUTPUT: Severity.ERROR,
     UNKNOWN_TOOL: Severity.ERROR,

@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import CompilerError, Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema
 from compiler.providers.descriptions import cut
+from compiler.providers.inline_budget import InlineSizer
 from compiler.refs.codes import RECURSION_PRUNED
 from compiler.schema import IdentityMemo
 
@@ -54,6 +55,19 @@ class LowerEnv:
     def __post_init__(self) -> None:
         if not self.options_key:
             object.__setattr__(self, "options_key", options_key(self.options))
+
+    def inline_budget(self) -> int:
+        """`providers.max_inline_nodes` (0: no budget, as for a bare `LowerEnv` in tests)."""
+        value = self.options.get("max_inline_nodes", 0)
+        return value if isinstance(value, int) else 0
+
+    def sizer(self, budget: int) -> InlineSizer:
+        """The build's sizer for these shared definitions (definition sizes are kept across tools and targets)."""
+        key = ("inline-sizer", str(id(self.defs)), str(budget), str(self.max_depth))
+        found = self.shared.get(key)
+        if not isinstance(found, InlineSizer) or found.defs is not self.defs:
+            found = self.shared[key] = InlineSizer(self.resolver, self.defs, budget, self.max_depth)
+        return found
 
     def checked(self, family: str) -> Checked:
         """Subtrees the validator already passed for this dialect family (see `validate.Checked`)."""
@@ -165,6 +179,8 @@ class Dialect(ABC):
     """The loss code a pruned recursion is reported under for this target (TC419 unless the provider has its own)."""
     tokenizer_exact: ClassVar[bool] = False
     """Token counts are exact (the provider's tokenizer is o200k_base) rather than estimates (`tokens.py`)."""
+    over_budget_advice: ClassVar[str] = "raise providers.max_inline_nodes to send it inlined"
+    """The way out `over_budget`'s diagnostic (TC450) suggests."""
     strict_option: ClassVar[str | None] = None
     """The `providers:` option that turns strict on (None: strict whenever the wrapper has a strict flag)."""
 
@@ -198,7 +214,26 @@ class Dialect(ABC):
 
     def resolve(self, tool: Tool, env: LowerEnv, ctx: Lowering) -> JsonObject:
         if self.resolution_for(env) == "inline":
+            budget = env.inline_budget()
+            if budget and env.sizer(budget).over(tool):
+                return self.over_budget(tool, env, ctx, budget)
             return env.inline(tool, ctx, self.recursion_code)
+        return env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
+
+    def over_budget(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:
+        """Inlined, `tool` would pass the per-tool budget: by default it is left out (TC450). A dialect whose
+        provider accepts `$defs` overrides this to share them instead (`share_defs`)."""
+        raise CompilerError(Diagnostic(
+            code=codes.INLINE_OVER_BUDGET, severity=codes.severity(codes.INLINE_OVER_BUDGET), provider=self.target,
+            message=f"left out: its schema inlined is over {budget} schema objects (providers.max_inline_nodes) "
+                    f"and this target cannot share definitions through $ref; {self.over_budget_advice}",
+            source=tool.source, tool=tool.id, pointer="/"))
+
+    def share_defs(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:
+        """`over_budget` for providers that accept `$defs`: the bundled schema, its definitions shared (TC451)."""
+        ctx.loss(codes.SHARED_DEFS, "", f"inlined, the schema would pass {budget} schema objects "
+                 "(providers.max_inline_nodes): sent with its definitions under $defs")
+        ctx.incompatible("", "a schema with shared $defs is sent non-strict")
         return env.resolver.bundle(tool.input_schema, env.defs, source=tool.source, tool=tool.id)
 
     @abstractmethod

@@ -8,8 +8,11 @@ with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
+import hashlib
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -17,8 +20,10 @@ import orjson
 from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
+from compiler.output import FileSet
 from compiler.parallel import can_fork, cores, start_context
-from compiler.providers.lower import TargetResult, lower_target
+from compiler.providers.dialect import Lowered
+from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
 from compiler.serialize import canonical_json, compact_json
 
@@ -39,31 +44,53 @@ def estimate_tokens(data: Any) -> int:
     return -(-len(compact_json(data)) // CHARS_PER_TOKEN)
 
 
-def _summary(result: TargetResult, tools: list[JsonObject], emitted: bytes) -> dict[str, Any]:
-    return {
-        "tools": len(result.lowered),
-        "strict": sum(1 for item in result.lowered if item.strict),
-        "bytes": len(emitted),
-        "estimated_tokens": estimate_tokens(tools),
-        "losses": len(result.diagnostics),
-    }
-
-
 @dataclass(frozen=True)
 class _Emitted:
-    """One target's output, as bytes and values that cross a process boundary cheaply."""
+    """One target's output, as values that cross a process boundary cheaply: the tools array itself stays in
+    the spool file the worker wrote (`tools_path`), never pickled back."""
 
     target: str
     tool_ids: list[str]
-    """In the order of the definitions in `tools_json`."""
-    tools_json: bytes
+    """In the order of the definitions in the tools array."""
+    tools_path: str
     names_json: bytes
+    digests: dict[str, str]
     summary: dict[str, Any]
     diagnostics: list[Diagnostic]
 
 
+class _Definitions(Mapping[str, JsonObject]):
+    """A target's definitions by tool id, decoded from its emitted file on first read: the lock reads digests
+    and codegen reads name maps, so a compile never holds a big API's definitions after lowering them."""
+
+    def __init__(self, target: str, files: FileSet, path: str, tool_ids: list[str]) -> None:
+        self._target, self._files, self._path, self._ids = target, files, path, tool_ids
+        self._known = frozenset(tool_ids)
+        self._decoded: dict[str, JsonObject] | None = None
+
+    def _all(self) -> dict[str, JsonObject]:
+        if self._decoded is None:
+            definitions = definitions_of(self._target, orjson.loads(self._files[self._path]))
+            self._decoded = dict(zip(self._ids, definitions, strict=True))
+        return self._decoded
+
+    def __getitem__(self, tool_id: str) -> JsonObject:
+        return self._all()[tool_id]
+
+    def __contains__(self, tool_id: object) -> bool:
+        return tool_id in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 # Lowering 1,000+ tools takes ~0.3 s per target: targets are independent, so a big catalog lowers on every core.
-# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group.
+# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group. Workers are forked: the
+# catalog is inherited (frozen out of the cyclic GC by the pipeline, so its pages stay shared), never pickled,
+# and each worker sends back only its group's names, digests and diagnostics.
 PARALLEL_MIN_TOOLS = 300
 _forked: Build | None = None
 """The build a forked worker reads (inherited from the parent's memory, never pickled)."""
@@ -78,14 +105,53 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
         before = len(build.diagnostics)
         result = lower_target(build.catalog, build.resolver, target, build.config, shared)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
-        tools = tools_array(target, [item.definition for item in ordered])
-        tools_json = canonical_json(tools)
+        path = build.files.spool_dir() / f"{target}.tools.json"
+        digests, size, compact_size = _write_tools(path, target, ordered)
+        summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
+                   "bytes": size, "estimated_tokens": -(-compact_size // CHARS_PER_TOKEN),
+                   "losses": len(result.diagnostics)}
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
-        emitted.append(_Emitted(target, [item.tool.id for item in ordered], tools_json, canonical_json(result.name_map()),
-                                _summary(result, tools, tools_json), found))
+        emitted.append(_Emitted(target, [item.tool.id for item in ordered], str(path),
+                                canonical_json(result.name_map()), digests, summary, found))
+        del result, ordered
     return emitted
+
+_ITEM = "\u0000toolc-definition\u0000"
+
+
+def _write_tools(path: Path, target: str, ordered: list[Lowered]) -> tuple[dict[str, str], int, int]:
+    """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
+    array is hundreds of MB: never held as one `bytes`). Returns the digests by tool id, the bytes written and
+    the length of the array's compact JSON (for the token estimate), both exactly as if encoded whole.
+
+    Works on the array's skeleton: the canonical encoding of the same array holding one placeholder string; each
+    definition is encoded canonically and indented to the placeholder's column (JSON strings hold no raw
+    newline, so indenting after every newline is exact)."""
+    if not ordered:
+        empty = canonical_json(tools_array(target, []))
+        path.write_bytes(empty)
+        return {}, len(empty), len(compact_json(tools_array(target, [])))
+    skeleton = canonical_json(tools_array(target, [_ITEM]))  # type: ignore[list-item]
+    placeholder = orjson.dumps(_ITEM)
+    head, tail = skeleton.split(placeholder)
+    indent = b"\n" + b" " * (len(head) - head.rfind(b"\n") - 1)
+    compact_size = len(compact_json(tools_array(target, [_ITEM]))) - len(placeholder) + len(ordered) - 1  # type: ignore[list-item]
+    digests: dict[str, str] = {}
+    with path.open("wb") as out:
+        out.write(head)
+        for index, item in enumerate(ordered):
+            compact = compact_json(item.definition)
+            digests[item.tool.id] = "sha256:" + hashlib.sha256(compact).hexdigest()
+            compact_size += len(compact)
+            if index:
+                out.write(b"," + indent)
+            out.write(orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+                      .replace(b"\n", indent))
+        out.write(tail)
+        size = out.tell()
+    return digests, size, compact_size
 
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -99,13 +165,23 @@ def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
 def _lower_all(build: Build) -> list[_Emitted]:
     global _forked
     _forked = build
+    build.files.spool_dir()  # made before forking: every worker writes into the same folder
     try:
         groups = _groups(build.targets)
         workers = min(len(groups), cores())
         if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():
-            return [item for group in groups for item in _lower_group(group)]
+            found: list[_Emitted] = []
+            for group in groups:
+                for item in _lower_group(group):
+                    build.progress.step(f"lowered {item.target}")
+                    found.append(item)
+            return found
         with ProcessPoolExecutor(max_workers=workers, mp_context=start_context()) as pool:
-            results = list(pool.map(_lower_group, groups))
+            futures = [pool.submit(_lower_group, group) for group in groups]
+            for future in as_completed(futures):
+                for item in future.result():
+                    build.progress.step(f"lowered {item.target}")
+            results = [future.result() for future in futures]  # merged in group order, whatever finished first
         return [item for group in results for item in group]
     finally:
         _forked = None
@@ -123,10 +199,12 @@ def emit_providers(build: Build) -> dict[str, TargetOutput]:
             if diagnostic.provider or diagnostic not in seen:
                 seen.add(diagnostic)
                 build.diagnostics.add(diagnostic)
-        build.add_file(f"schemas/{target}.json", item.tools_json)
+        tools_file = f"schemas/{target}.json"
+        if tools_file in build.files:
+            raise ValueError(f"two stages write {tools_file}")
+        build.files.adopt(tools_file, Path(item.tools_path))
         build.add_file(f"schemas/{target}.names.json", item.names_json)
-        tools = orjson.loads(item.tools_json)
-        definitions = definitions_of(target, tools)
-        outputs[target] = TargetOutput(target=target, tools=dict(zip(item.tool_ids, definitions, strict=True)),
-                                       names=orjson.loads(item.names_json), summary=item.summary)
+        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, build.files, tools_file, item.tool_ids),
+                                       names=orjson.loads(item.names_json), summary=item.summary,
+                                       digests=item.digests)
     return outputs

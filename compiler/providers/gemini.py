@@ -312,6 +312,8 @@ class GeminiDialect(Dialect):
     loose_passes = PARAMETERS_PASSES
     loose_root = (_root,)
     recursion_code = codes.GEMINI_RECURSION_PRUNED
+    over_budget_advice = ("set providers.gemini_schema: json-schema to send it with shared $defs, or raise "
+                          "providers.max_inline_nodes")
 
     @staticmethod
     def _json_schema(env: LowerEnv) -> bool:

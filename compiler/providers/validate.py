@@ -152,6 +152,13 @@ def no_refs(node: Node, at: str) -> Iterator[Violation]:
         yield from _v(at, "no-ref", "$ref/$defs must be inlined")
 
 
+def local_refs(node: Node, at: str) -> Iterator[Violation]:
+    """Shared definitions: every `$ref` points into the root's own `$defs`."""
+    ref = node.get("$ref")
+    if ref is not None and not (isinstance(ref, str) and ref.startswith("#/$defs/")):
+        yield from _v(at, "local-ref", "$ref must point into the schema's own $defs")
+
+
 def no_type_lists(node: Node, at: str) -> Iterator[Violation]:
     if isinstance(node.get("type"), list):
         yield from _v(at, "single-type", "type must be one value (nullable as anyOf / nullable)")
@@ -243,6 +250,7 @@ ANTHROPIC_LOOSE: tuple[NodeRule, ...] = (well_formed, no_refs, no_type_lists)
 ANTHROPIC_STRICT: tuple[NodeRule, ...] = (*ANTHROPIC_LOOSE, allow_list(anthropic.STRICT_KEYWORDS, "strict-keywords"),
                                           formats(anthropic.STRICT_FORMATS), closed_objects, min_items_01,
                                           primitive_enum)
+ANTHROPIC_SHARED: tuple[NodeRule, ...] = (well_formed, local_refs, no_type_lists)
 GEMINI_PARAMETERS: tuple[NodeRule, ...] = (allow_list(gemini.SCHEMA_KEYWORDS, "gemini-keywords"),
                                            formats(gemini.SCHEMA_FORMATS), gemini_node, typed_items)
 GEMINI_JSON: tuple[NodeRule, ...] = (well_formed, allow_list(gemini.JSON_SCHEMA_KEYWORDS, "gemini-keywords"),
@@ -309,7 +317,9 @@ def validate_anthropic(definition: Node, dialect: Dialect) -> list[Violation]:
     schema = definition.get("input_schema")
     found += _root_object(schema, "/input_schema", combinators=False)
     strict = definition.get("strict", False) is True
-    found += _nodes(schema, ANTHROPIC_STRICT if strict else ANTHROPIC_LOOSE, "/input_schema")
+    shared = isinstance(schema, Mapping) and "$defs" in schema  # over the inline budget (TC451)
+    rules = ANTHROPIC_SHARED if shared and not strict else ANTHROPIC_STRICT if strict else ANTHROPIC_LOOSE
+    found += _nodes(schema, rules, "/input_schema")
     examples = definition.get("input_examples")
     if examples is not None and isinstance(schema, Mapping):
         from jsonschema import Draft202012Validator  # only definitions with examples pay for it

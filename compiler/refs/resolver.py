@@ -148,6 +148,28 @@ class RefResolver:
             return {}
         return result
 
+    def inlined_size(
+        self,
+        schema: JsonObject,
+        defs: Mapping[str, JsonObject] = NO_DEFS,
+        *,
+        limit: int,
+        max_depth: int | None = None,
+    ) -> int | None:
+        """The node count `inline` would produce, or None when it passes `limit` (the walk stops there, so a
+        schema whose inlined form is huge costs `limit` nodes to size). Reports nothing; shares `inline`'s memo
+        (a walk cut short is impure, so nothing it saw is memoised)."""
+        scope = Scope(schema, defs, legacy=is_legacy(schema))
+        memo = self._memo(defs).inlined[scope.legacy] if defs else None
+        walker = Inliner(scope, _silent, memo, max_depth=self.max_depth if max_depth is None else max_depth,
+                         node_budget=min(limit, self.node_budget), once=None)
+        try:
+            walker.run(schema)
+        except RecursionError:
+            return None
+        over = walker.count > limit or any(code == codes.BUDGET_EXCEEDED for code in walker.said_codes())
+        return None if over else walker.count
+
     @staticmethod
     def scope(schema: JsonObject, defs: Mapping[str, JsonObject] = NO_DEFS) -> Scope:
         """How `bundle` and `inline` see `schema`'s references, for a reader that follows them lazily (drift):
@@ -194,3 +216,7 @@ class RefResolver:
     def _emit(self, code: str, message: str, *, source: str, tool: str, pointer: str) -> None:
         severity = Severity.WARNING if code in _WARNINGS else Severity.ERROR
         self.diagnostics.add(Diagnostic(code, severity, message, source=source, tool=tool, pointer=pointer))
+
+
+def _silent(code: str, message: str, pointer: str, once: Hashable | None) -> bool:
+    return False

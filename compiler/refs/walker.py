@@ -55,6 +55,10 @@ class Walker:
             self._said.add((code, what))
             self.note(code, message, loc, ref=ref)
 
+    def said_codes(self) -> set[str]:
+        """Codes `note_once_per_call` was asked for in this call (whether or not the reporter emitted them)."""
+        return {code for code, _what in self._said}
+
     def fail(self, failure: Failure, loc: Loc) -> None:
         self.note(failure.code, failure.message, loc)
 
