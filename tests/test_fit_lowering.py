@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compiler.providers import codes
@@ -17,6 +17,7 @@ from tests.test_providers_support import lower_one
 
 
 @given(st.text(alphabet=st.sampled_from("ab .\n"), max_size=300), st.integers(min_value=8, max_value=200))
+@example(" aaaaaaaa", 8)  # the only break is leading white space: cutting there would leave nothing
 def test_a_cut_description_fits_and_ends_at_a_boundary(text: str, limit: int) -> None:
     out = cut(text, limit)
     assert len(out) <= limit
@@ -27,7 +28,8 @@ def test_a_cut_description_fits_and_ends_at_a_boundary(text: str, limit: int) ->
     assert text.startswith(kept)
     rest = text[len(kept):]
     at_boundary = rest[:1].isspace() or kept[-1:] in (".", "!", "?")
-    assert at_boundary or not any(char.isspace() for char in kept)  # mid-word only when there is no word break
+    # Mid-word only when no word break follows the first word's start (a break in leading space would keep nothing).
+    assert at_boundary or not any(char.isspace() for char in kept.lstrip())
 
 
 def test_a_long_tool_description_is_cut_at_a_sentence_for_openai() -> None:
