@@ -111,11 +111,16 @@ class OutputFolder(MutableMapping[str, bytes]):
         return len(self._paths)
 
 
+_TOOL_CACHES = frozenset({"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
+"""Folders Python tools leave beside code they read (ruff writes `.ruff_cache` next to `python/ruff.toml`, its
+nearest config): never toolc's output, so never drift."""
+
+
 def _relative_files(folder: Path) -> list[str]:
     if not folder.is_dir():
         return []
     return [path.relative_to(folder).as_posix() for path in sorted(folder.rglob("*"))
-            if path.is_file() and "__pycache__" not in path.parts]
+            if path.is_file() and _TOOL_CACHES.isdisjoint(path.relative_to(folder).parts)]
 
 
 def read_tree(folder: Path) -> dict[str, bytes]:

@@ -31,8 +31,8 @@ from compiler.serialize import canonical_json, catalog_to_json, compact_json
 CACHE_DIR = ".toolc-cache"
 CACHE_FORMAT = 1
 PREFIX = "python/"
-# Only the library whose output is embedded verbatim; it is pinned exactly in pyproject.toml.
-_LIBRARIES = ("datamodel-code-generator",)
+# Only the libraries whose output is embedded verbatim (the models, ruff's formatting); pinned exactly in pyproject.toml.
+_LIBRARIES = ("datamodel-code-generator", "ruff")
 
 
 def _sha256(data: bytes) -> str:

@@ -5,12 +5,14 @@ all under `python/` in the output folder. Layout:
                                   the runtime support every source package's stubs share
     python/<source_package>/      one package per source: models.py (pydantic v2), tools.py (async stubs);
                                   needs `toolc_router` next to it
+    python/ruff.toml              the settings every `.py` file above is formatted with (`codegen.formatting`)
 """
 
 from __future__ import annotations
 
 from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
+from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
 
 
 def emit_python(build: Build) -> CodegenRecord | None:
@@ -26,8 +28,15 @@ def emit_python(build: Build) -> CodegenRecord | None:
     from compiler.codegen.stubs import generate_stubs
 
     before = len(build.diagnostics)
-    files = {f"python/{path}": content
-             for path, content in sorted({**generate_router(build), **generate_stubs(build)}.items())}
+    generated = {**generate_router(build), **generate_stubs(build)}
+    if generated:
+        generated["ruff.toml"] = RUFF_TOML
+    try:
+        formatted = format_python(generated)
+    except FormatError as exc:
+        build.diagnostics.error(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
+        return None
+    files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():
         build.add_file(path, content)
     return record(key, files, build.diagnostics.items[before:])

@@ -159,4 +159,9 @@ class ToolResult:
 
     @classmethod
     def failure(cls, message: str, **fields: Any) -> ToolResult:
-        return cls(content=[{"type": "text", "text": message}], is_error=True, error=message, **fields)
+        return cls(
+            content=[{"type": "text", "text": message}],
+            is_error=True,
+            error=message,
+            **fields,
+        )

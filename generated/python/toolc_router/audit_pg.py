@@ -51,17 +51,23 @@ DSN_ENV: Final = "TOOLC_AUDIT_DSN"
 CONFIGURED_DSN: Final[str | None] = None
 """`audit.dsn` from the project file, `${ENV}` references unexpanded."""
 SCHEMA_VERSION: Final = 1
-_LOCK_KEY: Final = 0x746F6F6C63  # pg_advisory_xact_lock key: one migration at a time across the fleet
+_LOCK_KEY: Final = (
+    0x746F6F6C63  # pg_advisory_xact_lock key: one migration at a time across the fleet
+)
 
 _MIGRATIONS: Final = (
     # 1: the task_audits table (or an existing one brought up to date: jsonb payload, the idempotency key).
     (
-        ("CREATE TABLE IF NOT EXISTS task_audits ("
-         " id BIGSERIAL PRIMARY KEY, invocation_id TEXT NOT NULL, event_type TEXT NOT NULL, tool_id TEXT NOT NULL,"
-         " task_id TEXT, project_id TEXT, mode TEXT, created_at DOUBLE PRECISION NOT NULL, payload JSONB NOT NULL)"),
-        ("DO $$ BEGIN IF (SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema()"
-         " AND table_name = 'task_audits' AND column_name = 'payload') <> 'jsonb' THEN"
-         " ALTER TABLE task_audits ALTER COLUMN payload TYPE JSONB USING payload::jsonb; END IF; END $$"),
+        (
+            "CREATE TABLE IF NOT EXISTS task_audits ("
+            " id BIGSERIAL PRIMARY KEY, invocation_id TEXT NOT NULL, event_type TEXT NOT NULL, tool_id TEXT NOT NULL,"
+            " task_id TEXT, project_id TEXT, mode TEXT, created_at DOUBLE PRECISION NOT NULL, payload JSONB NOT NULL)"
+        ),
+        (
+            "DO $$ BEGIN IF (SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND table_name = 'task_audits' AND column_name = 'payload') <> 'jsonb' THEN"
+            " ALTER TABLE task_audits ALTER COLUMN payload TYPE JSONB USING payload::jsonb; END IF; END $$"
+        ),
         "CREATE UNIQUE INDEX IF NOT EXISTS task_audits_event ON task_audits (invocation_id, event_type)",
         "CREATE INDEX IF NOT EXISTS task_audits_created ON task_audits (created_at)",
     ),
@@ -93,11 +99,22 @@ class PostgresAuditSink:
     its call is refused. `max_batch`: events per transaction. `queue_size`: requests waiting at most; a caller
     finding it full waits for room (up to `retry_for`), then is refused."""
 
-    def __init__(self, dsn: str, *, environ: Mapping[str, str] | None = None, expand_env: bool = False,
-                 retry_for: float = 10.0, connect_timeout: float = 5.0, max_batch: int = 512,
-                 queue_size: int = 10_000, wait_for_end: bool = False) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        environ: Mapping[str, str] | None = None,
+        expand_env: bool = False,
+        retry_for: float = 10.0,
+        connect_timeout: float = 5.0,
+        max_batch: int = 512,
+        queue_size: int = 10_000,
+        wait_for_end: bool = False,
+    ) -> None:
         if max_batch < 1 or queue_size < 1 or retry_for < 0:
-            raise ValueError("max_batch and queue_size must be positive, retry_for not negative")
+            raise ValueError(
+                "max_batch and queue_size must be positive, retry_for not negative"
+            )
         self._template = dsn
         self._environ = os.environ if environ is None else environ
         self._expand = expand_env
@@ -149,7 +166,9 @@ class PostgresAuditSink:
 
     def _deferred(self, events: Sequence[AuditEvent], request: _Request) -> bool:
         """End events gate nothing: unless `wait_for_end`, the caller goes on and the end rides the next commit."""
-        if self.wait_for_end or any(event.event_type != INVOCATION_END for event in events):
+        if self.wait_for_end or any(
+            event.event_type != INVOCATION_END for event in events
+        ):
             return False
         request.done.add_done_callback(self._report_lost)
         return True
@@ -184,19 +203,29 @@ class PostgresAuditSink:
     # Writer --------------------------------------------------------------------------------------------------
 
     def _submit(self, events: Sequence[AuditEvent], *, block: bool = True) -> _Request:
-        request = _Request([_row(event) for event in events], time.monotonic() + self.retry_for)
+        request = _Request(
+            [_row(event) for event in events], time.monotonic() + self.retry_for
+        )
         with self._lock:
             if self._closed:
                 raise RuntimeError("audit sink is closed")
             if self._writer is None:
-                self._writer = threading.Thread(target=self._run, name="toolc-audit-postgres", daemon=True)
+                self._writer = threading.Thread(
+                    target=self._run, name="toolc-audit-postgres", daemon=True
+                )
                 self._writer.start()
-                atexit.register(self.close)  # queued end events are written before the process exits
+                atexit.register(
+                    self.close
+                )  # queued end events are written before the process exits
         try:
-            self._queue.put(request, block=block, timeout=self.retry_for if block else None)
+            self._queue.put(
+                request, block=block, timeout=self.retry_for if block else None
+            )
         except queue.Full:
             if block:
-                raise RuntimeError("audit queue full: the database is not keeping up; call refused") from None
+                raise RuntimeError(
+                    "audit queue full: the database is not keeping up; call refused"
+                ) from None
             raise
         return request
 
@@ -241,22 +270,33 @@ class PostgresAuditSink:
         try:
             connection = self._connection or self._connect(psycopg)
             with connection.transaction(), connection.cursor() as cursor:
-                cursor.executemany(_INSERT, [row for request in pending for row in request.rows])
-        except RouterError as exc:  # a DSN variable unset or holding a line break: nothing to retry
+                cursor.executemany(
+                    _INSERT, [row for request in pending for row in request.rows]
+                )
+        except (
+            RouterError
+        ) as exc:  # a DSN variable unset or holding a line break: nothing to retry
             _fail(pending, self._scrub(str(exc)))
             return []
         except psycopg.Error as exc:
-            if isinstance(exc, psycopg.OperationalError) or (self._connection is not None and self._connection.broken):
+            if isinstance(exc, psycopg.OperationalError) or (
+                self._connection is not None and self._connection.broken
+            ):
                 # The server went away or cannot be reached: a lost commit is written again (ON CONFLICT).
                 self._close_connection()
                 return self._wait_or_fail(pending, self._describe(exc))
-            if len(pending) > 1:  # one bad request must not refuse the calls batched with it
+            if (
+                len(pending) > 1
+            ):  # one bad request must not refuse the calls batched with it
                 for index, request in enumerate(pending):
                     left = self._write([request])
                     if left:
-                        return left + pending[index + 1:]
+                        return left + pending[index + 1 :]
                 return []
-            logger.warning("audit database refused a write (%s): its call is refused", self._describe(exc))
+            logger.warning(
+                "audit database refused a write (%s): its call is refused",
+                self._describe(exc),
+            )
             _fail(pending, f"audit database refused the write ({self._describe(exc)})")
             return []
         except Exception as exc:
@@ -265,7 +305,10 @@ class PostgresAuditSink:
             return []
         self.transactions += 1
         if self._down_since is not None:
-            logger.warning("audit database reachable again after %.1f s", time.monotonic() - self._down_since)
+            logger.warning(
+                "audit database reachable again after %.1f s",
+                time.monotonic() - self._down_since,
+            )
             self._down_since, self._attempts = None, 0
         for request in pending:
             if not request.done.done():
@@ -277,25 +320,48 @@ class PostgresAuditSink:
         now = time.monotonic()
         if self._down_since is None:
             self._down_since = now
-            logger.warning("audit database unavailable (%s): calls wait up to %.1f s for it, then are refused",
-                           reason, self.retry_for)
-        _fail([r for r in pending if r.deadline <= now], f"audit database unavailable ({reason})")
+            logger.warning(
+                "audit database unavailable (%s): calls wait up to %.1f s for it, then are refused",
+                reason,
+                self.retry_for,
+            )
+        _fail(
+            [r for r in pending if r.deadline <= now],
+            f"audit database unavailable ({reason})",
+        )
         left = [r for r in pending if r.deadline > now]
         if left:
             self._attempts += 1
-            time.sleep(max(0.0, min(0.5, 0.02 * 2 ** min(self._attempts, 5), min(r.deadline for r in left) - now)))
+            time.sleep(
+                max(
+                    0.0,
+                    min(
+                        0.5,
+                        0.02 * 2 ** min(self._attempts, 5),
+                        min(r.deadline for r in left) - now,
+                    ),
+                )
+            )
         return left
 
     def _connect(self, psycopg: Any) -> Any:
         dsn = expand(self._template, self._environ) if self._expand else self._template
-        self.secrets = self._secrets()  # the variables may have changed since the sink was made
+        self.secrets = (
+            self._secrets()
+        )  # the variables may have changed since the sink was made
         try:
-            connection = psycopg.connect(dsn, autocommit=True, connect_timeout=self._connect_timeout,
-                                         application_name="toolc-router")
+            connection = psycopg.connect(
+                dsn,
+                autocommit=True,
+                connect_timeout=self._connect_timeout,
+                application_name="toolc-router",
+            )
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:  # a malformed DSN: its message may quote the DSN, so none of it is shown
-            raise RouterError(f"the audit DSN is malformed ({type(exc).__name__}; not shown)") from None
+            raise RouterError(
+                f"the audit DSN is malformed ({type(exc).__name__}; not shown)"
+            ) from None
         try:
             self._migrate(connection)
         except BaseException:
@@ -312,27 +378,43 @@ class PostgresAuditSink:
             if _schema_version(cursor) >= SCHEMA_VERSION:
                 return
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-            cursor.execute("CREATE TABLE IF NOT EXISTS toolc_audit_schema (version INTEGER NOT NULL)")
-            current = _schema_version(cursor)  # another router may have migrated while we waited for the lock
+            cursor.execute(
+                "CREATE TABLE IF NOT EXISTS toolc_audit_schema (version INTEGER NOT NULL)"
+            )
+            current = _schema_version(
+                cursor
+            )  # another router may have migrated while we waited for the lock
             for version, steps in enumerate(_MIGRATIONS, start=1):
                 if version > current:
                     for step in steps:
                         cursor.execute(step)
-                    cursor.execute("INSERT INTO toolc_audit_schema (version) VALUES (%s)", (version,))
+                    cursor.execute(
+                        "INSERT INTO toolc_audit_schema (version) VALUES (%s)",
+                        (version,),
+                    )
 
     def _close_connection(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            with contextlib.suppress(Exception):  # a broken connection may fail to close; it is dropped anyway
+            with contextlib.suppress(
+                Exception
+            ):  # a broken connection may fail to close; it is dropped anyway
                 connection.close()
 
     # Secrets -------------------------------------------------------------------------------------------------
 
     def _secrets(self) -> list[str]:
-        names = ["PGPASSWORD", *re.findall(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}", self._template)]
+        names = [
+            "PGPASSWORD",
+            *re.findall(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}", self._template),
+        ]
         found = secret_values(names, self._environ, (self._template,))
         try:
-            dsn = expand(self._template, self._environ) if self._expand else self._template
+            dsn = (
+                expand(self._template, self._environ)
+                if self._expand
+                else self._template
+            )
         except RouterError:
             return found
         return secret_values((), {}, (*found, dsn, *_passwords(dsn)))
@@ -357,7 +439,9 @@ def _schema_version(cursor: Any) -> int:
 
 def _passwords(dsn: str) -> list[str]:
     """Every password `dsn` may carry (URL user info, `?password=`, `password=` key), raw and decoded."""
-    found = [value.strip("'").replace("\\'", "'") for value in _KV_PASSWORD.findall(dsn)]
+    found = [
+        value.strip("'").replace("\\'", "'") for value in _KV_PASSWORD.findall(dsn)
+    ]
     if "://" in dsn:
         try:
             parts = urlsplit(dsn)
@@ -410,8 +494,16 @@ def _row(event: AuditEvent) -> tuple[Any, ...]:
         return None if value is None else _text(value)
 
     payload = json.dumps(_clean(dict(event.payload)), sort_keys=True, default=str)
-    return (text(event.invocation_id), text(event.event_type), text(event.tool_id), text(event.task_id),
-            text(event.project_id), text(event.mode), event.created_at, payload)
+    return (
+        text(event.invocation_id),
+        text(event.event_type),
+        text(event.tool_id),
+        text(event.task_id),
+        text(event.project_id),
+        text(event.mode),
+        event.created_at,
+        payload,
+    )
 
 
 def configured_sink(environ: Mapping[str, str], sqlite_path: str) -> AuditSink:
