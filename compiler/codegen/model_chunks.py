@@ -49,6 +49,11 @@ from compiler.codegen.models import (
 )
 from compiler.parallel import cores, start_context
 
+SPLIT_WEIGHT = 1_000_000
+"""A chunk heavier than this (one big strongly-linked component: Microsoft Graph's entity types, 5 MB) is run
+as its shared definitions plus leaf chunks that import them (`_split_big`). Far above any chunk of the default
+project, whose layout therefore does not change."""
+
 CHUNK_WEIGHT = 250_000
 """Bytes of compact schema JSON per chunk. Part of the output's definition (it decides the module layout), so
 changing it changes generated code; GitHub's 1.47 MB (after folding) gives 6 chunks."""
@@ -71,6 +76,10 @@ class _Job:
     weight: int
     aliases: tuple[tuple[str, str], ...] = ()
     """(property name, field name) for names too long to be fields as they are (`models.long_field_aliases`)."""
+    base: str = ""
+    """For a leaf chunk of a big component: the module of its shared definitions, whose stand-ins it holds."""
+    stand_ins: tuple[str, ...] = ()
+    """The shared definitions this leaf chunk refers to, in stand-in order (`_stand_in`)."""
 
 
 @dataclass(frozen=True)
@@ -202,13 +211,56 @@ def _facade(header: str, modules: Sequence[ModelsModule], exported: Sequence[Seq
     return "\n".join(lines) + "\n"
 
 
+class _StandInMismatch(Exception):
+    """A leaf chunk's stand-in did not line up with a class of its shared module: generate the chunk whole."""
+
+
+def _stand_in(index: int) -> dict[str, Any]:
+    """A distinct, trivially cheap class standing for a shared definition in a leaf chunk: its one field names
+    it (distinct, so that `reuse_model` does not fold stand-ins into each other)."""
+    field = f"toolc_stand_in_{index}"
+    return {"type": "object", "properties": {field: {"type": "integer"}}, "required": [field]}
+
+
+def _split_big(chunk: list[str], texts: Mapping[str, str]) -> list[list[str]] | None:
+    """[shared definitions, leaf chunk, …] for a chunk above SPLIT_WEIGHT, else None.
+
+    Shared = every name something in the chunk refers to (closed under `$ref` by construction); the leaves
+    (tool models nothing refers to) are packed by weight like `_chunks`, in name order."""
+    if sum(len(texts[n]) for n in chunk) <= SPLIT_WEIGHT:
+        return None
+    members = set(chunk)
+    shared = sorted({t for n in chunk for raw in _REF.findall(texts[n]) if (t := _ref_name(raw)) in members})
+    leaves = [n for n in chunk if n not in set(shared)]
+    if not shared or not leaves:
+        return None
+    count = math.ceil(sum(len(texts[n]) for n in leaves) / CHUNK_WEIGHT)
+    groups: list[list[str]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for name in sorted(leaves, key=lambda n: (-len(texts[n]), n)):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(name)
+        loads[lightest] += len(texts[name])
+    return [shared, *(sorted(group) for group in groups if group)]
+
+
 def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: str, header: str,
-                    allow_calls: frozenset[str]) -> GeneratedModels:
+                    allow_calls: frozenset[str], split_big: bool = True) -> GeneratedModels:
     """Models for a combined `$defs` table (`models.combine`) whose tool models are named by `keys`.
 
     Raises ModelGenerationError or UnsafeModule (from any chunk: a source gets all its models or none)."""
     texts, folded = _fold(table, keys)
-    chunks = _chunks(texts)
+    chunks: list[list[str]] = []
+    bases: list[int | None] = []  # per chunk: index of the shared-definitions chunk a leaf chunk imports
+    for chunk in _chunks(texts):
+        parts = _split_big(chunk, texts) if split_big else None
+        if parts is None:
+            chunks.append(chunk)
+            bases.append(None)
+            continue
+        base_index = len(chunks)
+        chunks.extend(parts)
+        bases.extend([None] + [base_index] * (len(parts) - 1))
     split = len(chunks) > 1
     width = len(str(len(chunks) - 1))  # `_models_03`: name order and ruff's natural order agree
     home = {name: index for index, chunk in enumerate(chunks) for name in chunk}
@@ -216,30 +268,93 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
     for index, chunk in enumerate(chunks):
         module = f"_models_{index:0{width}d}" if split else ""
         subclasses = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
-        schema = {"$defs": {name: table[name] for name in chunk}}
+        defs = {name: table[name] for name in chunk}
+        base = bases[index]
+        wanted: list[str] = []
+        if base is not None:
+            wanted = sorted({t for n in chunk for raw in _REF.findall(texts[n]) if (t := _ref_name(raw)) in home
+                             and home[t] == base})
+            defs.update({name: _stand_in(i) for i, name in enumerate(wanted)})
+        schema = {"$defs": defs}
         jobs.append(_Job(
             filename=f"{package}/{module or 'models'}.py", module=module, schema=schema,
             aliases=tuple(sorted(long_field_aliases(schema).items())),
             header=header if not split else f"{header}\n# Chunk {index} of {len(chunks)}; models.py re-exports it.",
-            subclasses=subclasses, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk)))
+            subclasses=subclasses, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
+            base=f"_models_{base:0{width}d}" if base is not None else "", stand_ins=tuple(wanted)))
     modules = _run_all(jobs)
+    try:
+        modules = [_attach(modules[i], job, modules[bases[i] or 0], table) if job.base else modules[i]
+                   for i, job in enumerate(jobs)]
+    except _StandInMismatch:
+        return generate_models(table, keys, package=package, header=header, allow_calls=allow_calls,
+                               split_big=False)
     owner = {key: home[folded.get(key, key)] for key in keys if folded.get(key, key) in home}
     if not split:
         return GeneratedModels(files={"models.py": modules[0].code}, modules=tuple(modules), owner=owner)
-    return _split_layout(modules, owner, header=header, package=package, allow_calls=allow_calls)
+    return _split_layout(modules, owner, header=header, package=package, allow_calls=allow_calls,
+                         aliased={i: _aliased(modules[i]) for i, job in enumerate(jobs) if job.base})
+
+
+_ALIAS_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) = (_models_[0-9]+)\.\1$", re.MULTILINE)
+
+
+def _aliased(module: ModelsModule) -> frozenset[str]:
+    """The names a leaf chunk takes from its shared module (`Name = _models_0.Name`)."""
+    return frozenset(match.group(1) for match in _ALIAS_LINE.finditer(module.code))
+
+
+def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[str, Any]) -> ModelsModule:
+    """The leaf chunk with its stand-in classes replaced by the shared module's classes.
+
+    Each stand-in is found by its one field; the shared class of the same name must exist and, for an object
+    definition, have at least the definition's properties. Otherwise _StandInMismatch."""
+    by_field = {f"toolc_stand_in_{i}": name for i, name in enumerate(job.stand_ins)}
+    stand_ins: dict[str, str] = {}  # class name → shared definition
+    for cls, fields in leaf.fields.items():
+        if len(fields) == 1 and (only := next(iter(fields))) in by_field:
+            stand_ins[cls] = by_field[only]
+    if len(stand_ins) != len(by_field) or len(set(stand_ins.values())) != len(by_field):
+        raise _StandInMismatch(job.filename)
+    for cls, name in stand_ins.items():
+        properties = table[name].get("properties") if isinstance(table[name], dict) else None
+        if cls not in base.local_names or (isinstance(properties, dict)
+                                           and not set(properties) <= set(base.fields.get(cls, {}))):
+            raise _StandInMismatch(job.filename)
+    lines = leaf.code.split("\n")
+    tree = ast.parse(leaf.code)
+    drop: set[int] = set()
+    last_import = 0
+    for statement in tree.body:
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            last_import = statement.end_lineno or statement.lineno
+        if isinstance(statement, ast.ClassDef) and statement.name in stand_ins:
+            first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)]) - 1
+            while first > 0 and not lines[first - 1].strip():  # the blank lines before it go too
+                first -= 1
+            drop.update(range(first, statement.end_lineno or statement.lineno))
+    if not last_import:
+        raise _StandInMismatch(job.filename)
+    head = [*lines[:last_import], "", f"from . import {job.base}", "",
+            *(f"{cls} = {job.base}.{cls}" for cls in sorted(stand_ins))]
+    code = "\n".join(head + [line for i, line in enumerate(lines) if i >= last_import and i not in drop])
+    checked = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
+    return analyse(code, checked, module=job.module)
 
 
 def _split_layout(modules: Sequence[ModelsModule], owner: Mapping[str, int], *, header: str, package: str,
-                  allow_calls: frozenset[str]) -> GeneratedModels:
+                  allow_calls: frozenset[str], aliased: Mapping[int, frozenset[str]]) -> GeneratedModels:
+    """`aliased`: per leaf chunk, the shared names it only takes from its shared module (not counted as
+    definitions, so that models.py re-exports them from there)."""
     defined: dict[str, int] = {}
-    for module in modules:
-        for name in module.local_names:
+    for index, module in enumerate(modules):
+        for name in module.local_names - aliased.get(index, frozenset()):
             defined[name] = defined.get(name, 0) + 1
     exported: list[list[str]] = []
     for index, module in enumerate(modules):
         tool_models = {key for key, home in owner.items() if home == index and key in module.local_names}
         unique = {name for name, count in defined.items()  # never `_…` (chunk modules, `__all__`) or `annotations`
-                  if count == 1 and name in module.local_names and name not in owner
+                  if count == 1 and name in module.local_names - aliased.get(index, frozenset()) and name not in owner
                   and not name.startswith("_") and name != "annotations"}
         exported.append(sorted(tool_models | unique))
     modules = [replace(module, exported=frozenset(names)) for module, names in zip(modules, exported, strict=True)]
