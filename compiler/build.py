@@ -46,7 +46,7 @@ class TargetOutput:
     names: JsonObject
     """The reverse name map (`schemas/<target>.names.json`, format in `providers.namemap`)."""
     summary: Mapping[str, Any]
-    """Sizes for `--report`: tools, strict, bytes, estimated_tokens, losses."""
+    """Sizes for `--report`: tools, strict, bytes, losses; the fit stage adds tokens and toolsets."""
     digests: Mapping[str, str] = field(default_factory=dict)
     """Tool id → `drift.lock.digest` of its definition, computed where it was lowered so that the lock never
     needs the definitions back (`tools` is decoded only when something reads it)."""

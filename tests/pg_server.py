@@ -13,22 +13,18 @@ import importlib.util
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.servers.inprocess import free_port
+
 USER = "toolc"
 PASSWORD = "audit-Pa55-correct-horse"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def candidate_bindirs() -> list[Path]:

@@ -35,7 +35,7 @@ from compiler.policy import is_selected
 from compiler.sources.recording import read_recording
 from tests.servers.raw_http import RawRecorder, RawRequest, raw_http_server
 from tests.test_router_support import FIXTURES, load_router, make_build, write_router
-from tests.wire_support import audit_events, audited_as_refused, generated_router
+from tests.wire_support import assert_refused, audit_events, generated_router
 
 DOCUMENT = FIXTURES / "redteam" / "redteam.yaml"
 # A credential the way real ones look: base64 alphabet (`+ / =`), so its percent-encoded form differs from itself.
@@ -111,11 +111,7 @@ class Harness:
 
     def refused(self, result: Any, *words: str) -> None:
         """Nothing reached the wire; the caller got an error (naming `words`); the audit shows no success."""
-        assert self.sent == [], [r.request_line for r in self.sent]
-        assert result.is_error, result
-        for word in words:
-            assert word in (result.error or ""), result.error
-        assert audited_as_refused(self.database, result)
+        assert_refused(self.sent, self.database, result, *words)
 
     def one(self, result: Any) -> RawRequest:
         """Exactly one request went out, carrying each credential once with its value; the end is audited."""

@@ -22,6 +22,7 @@ from tests.wire_support import (
     CREDENTIALS,
     FROZEN,
     SESSION,
+    assert_refused,
     audit_events,
     audited_as_refused,
     generated_router,
@@ -71,11 +72,7 @@ class Wire:
 
     def refused(self, result: Any, *words: str) -> None:
         """Nothing reached either server; the caller got an error naming `words`; the audit shows no success."""
-        assert self.sent == [], [r.request_line for r in self.sent]
-        assert result.is_error, result
-        for word in words:
-            assert word in (result.error or ""), result.error
-        assert audited_as_refused(self.database, result)
+        assert_refused(self.sent, self.database, result, *words)
 
     def one(self, result: Any) -> Any:
         assert not result.is_error, result.error

@@ -89,3 +89,12 @@ def audited_as_refused(database: Path, result: Any) -> bool:
         return True
     ends = [payload for kind, payload in events if kind == "tool_invocation_end"]
     return bool(ends) and all(payload.get("status") != "success" for payload in ends)
+
+
+def assert_refused(sent: list[Any], database: Path, result: Any, *words: str) -> None:
+    """Nothing reached the wire; the caller got an error (naming `words`); the audit shows no success."""
+    assert sent == [], [r.request_line for r in sent]
+    assert result.is_error, result
+    for word in words:
+        assert word in (result.error or ""), result.error
+    assert audited_as_refused(database, result)

@@ -27,8 +27,6 @@ from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
 from compiler.serialize import canonical_json, compact_json
 
-CHARS_PER_TOKEN = 4
-
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
     """What the SDK's `tools` argument takes (each dialect says)."""
@@ -38,10 +36,6 @@ def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
 def definitions_of(target: str, tools: list[JsonObject]) -> list[JsonObject]:
     """The inverse of `tools_array`: the definitions in a target's tools array."""
     return PROVIDERS[target].definitions_of(tools)
-
-
-def estimate_tokens(data: Any) -> int:
-    return -(-len(compact_json(data)) // CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -106,10 +100,9 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
         result = lower_target(build.catalog, build.resolver, target, build.config, shared)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, size, compact_size = _write_tools(path, target, ordered)
+        digests, size = _write_tools(path, target, ordered)
         summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
-                   "bytes": size, "estimated_tokens": -(-compact_size // CHARS_PER_TOKEN),
-                   "losses": len(result.diagnostics)}
+                   "bytes": size, "losses": len(result.diagnostics)}  # tokens: counted by the fit stage
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
@@ -121,10 +114,10 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
 _ITEM = "\u0000toolc-definition\u0000"
 
 
-def _write_tools(path: Path, target: str, ordered: list[Lowered]) -> tuple[dict[str, str], int, int]:
+def _write_tools(path: Path, target: str, ordered: list[Lowered]) -> tuple[dict[str, str], int]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
-    array is hundreds of MB: never held as one `bytes`). Returns the digests by tool id, the bytes written and
-    the length of the array's compact JSON (for the token estimate), both exactly as if encoded whole.
+    array is hundreds of MB: never held as one `bytes`). Returns the digests by tool id and the bytes written,
+    exactly as if encoded whole.
 
     Works on the array's skeleton: the canonical encoding of the same array holding one placeholder string; each
     definition is encoded canonically and indented to the placeholder's column (JSON strings hold no raw
@@ -132,26 +125,24 @@ def _write_tools(path: Path, target: str, ordered: list[Lowered]) -> tuple[dict[
     if not ordered:
         empty = canonical_json(tools_array(target, []))
         path.write_bytes(empty)
-        return {}, len(empty), len(compact_json(tools_array(target, [])))
+        return {}, len(empty)
     skeleton = canonical_json(tools_array(target, [_ITEM]))  # type: ignore[list-item]
     placeholder = orjson.dumps(_ITEM)
     head, tail = skeleton.split(placeholder)
     indent = b"\n" + b" " * (len(head) - head.rfind(b"\n") - 1)
-    compact_size = len(compact_json(tools_array(target, [_ITEM]))) - len(placeholder) + len(ordered) - 1  # type: ignore[list-item]
     digests: dict[str, str] = {}
     with path.open("wb") as out:
         out.write(head)
         for index, item in enumerate(ordered):
             compact = compact_json(item.definition)
             digests[item.tool.id] = "sha256:" + hashlib.sha256(compact).hexdigest()
-            compact_size += len(compact)
             if index:
                 out.write(b"," + indent)
             out.write(orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
                       .replace(b"\n", indent))
         out.write(tail)
         size = out.tell()
-    return digests, size, compact_size
+    return digests, size
 
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:

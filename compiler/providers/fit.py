@@ -162,7 +162,7 @@ def emit_fit(build: Build) -> None:
                     f"{_largest(costs, output, ids)} ({path}, {len(ids)} tools)"), target))
         index_targets[target] = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
                                  "budget": limits.get(target)}
-        summary = {key: value for key, value in output.summary.items() if key != "estimated_tokens"}
+        summary = dict(output.summary)
         summary.update(tokens=all_tokens, tokens_method=tokens.method(dialect.tokenizer_exact), toolsets=len(toolsets),
                        fits_one_request=fits)
         build.providers[target] = replace(output, summary=summary)
