@@ -351,11 +351,14 @@ def _split_layout(modules: Sequence[ModelsModule], owner: Mapping[str, int], *, 
         for name in module.local_names - aliased.get(index, frozenset()):
             defined[name] = defined.get(name, 0) + 1
     exported: list[list[str]] = []
+    homes: dict[int, set[str]] = {}
+    for key, home in owner.items():
+        homes.setdefault(home, set()).add(key)
     for index, module in enumerate(modules):
-        tool_models = {key for key, home in owner.items() if home == index and key in module.local_names}
-        unique = {name for name, count in defined.items()  # never `_…` (chunk modules, `__all__`) or `annotations`
-                  if count == 1 and name in module.local_names - aliased.get(index, frozenset()) and name not in owner
-                  and not name.startswith("_") and name != "annotations"}
+        tool_models = homes.get(index, set()) & module.local_names
+        own = module.local_names - aliased.get(index, frozenset())
+        unique = {name for name in own  # never `_…` (chunk modules, `__all__`) or `annotations`
+                  if defined[name] == 1 and name not in owner and not name.startswith("_") and name != "annotations"}
         exported.append(sorted(tool_models | unique))
     modules = [replace(module, exported=frozenset(names)) for module, names in zip(modules, exported, strict=True)]
     facade = _facade(header, modules, exported)
