@@ -1,7 +1,8 @@
 """The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
 
-The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
-servers, HTTP APIs, policy, provider name maps), written as Python literals. `stubs.py` is the runtime support
+The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (servers,
+HTTP APIs and policy as Python literals; the per-tool tables and provider name maps in `_tables.json`, which it
+reads on first use). `stubs.py` is the runtime support
 of the typed stubs (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input
 schemas the router validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run
 time, `requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code
@@ -29,6 +30,7 @@ from compiler.codegen.router_tables import (
     policy_table,
     recording_only_servers,
     server_rows,
+    tables_file,
     tool_rows,
 )
 from compiler.diagnostics import Diagnostics
@@ -98,6 +100,7 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
         "targets": tuple(sorted(build.targets)),
+        "tables_json": tables_file(rows, maps),
     }
 
 
@@ -114,6 +117,9 @@ def generate_router(build: Build) -> dict[str, bytes]:
             return {}
         files[f"{PACKAGE}/{module}"] = source.encode()
     files[f"{PACKAGE}/py.typed"] = b""
+    tables = context["tables_json"]
+    assert isinstance(tables, bytes)
+    files[f"{PACKAGE}/_tables.json"] = tables
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)

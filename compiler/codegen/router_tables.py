@@ -1,4 +1,6 @@
-"""IR + config → the data tables baked into the generated router (`toolc_router/_tables.py`).
+"""IR + config → the data tables baked into the generated router: `toolc_router/_tables.py` (policy, servers, HTTP
+APIs, as Python literals) and `toolc_router/_tables.json` (the per-tool tables, `tables_file`, which `_tables.py`
+reads on first use).
 
 Everything returned here is plain data (str, int, bool, None, tuples, dicts) that the template writes with
 `pyrepr`; nothing from the input becomes an identifier. Problems are TC63x diagnostics, never exceptions:
@@ -15,13 +17,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.build import Build
 from compiler.config import PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, McpBinding, RiskLevel, Tool
+from compiler.serialize import compact_json
 from compiler.sources.mcp_env import looks_secret
+
+if TYPE_CHECKING:
+    from compiler.codegen.router_names import NameMaps
 
 UNROUTABLE_TOOL = "TC630"
 LITERAL_SECRET = "TC631"
@@ -215,3 +221,17 @@ def recording_only_servers(tools: list[Tool], servers: list[dict[str, Any]], dia
     for server in missing:
         diagnostics.info(NO_LAUNCH_DETAILS, "tools come from a recording with no launch details: the router reaches "
                          "this server only through Router.set_server_factory", source=server)
+
+
+TABLES_FORMAT = 1
+
+
+def tables_file(tools: list[dict[str, Any]], maps: NameMaps) -> bytes:
+    """`_tables.json`: tool rows by id (`tool_rows`, plus their policy `aliases`), each distinct provider name table
+    once (`name_tables`) and every target's index into them (`name_maps`). Compact: a big API's is megabytes."""
+    return compact_json({
+        "format": TABLES_FORMAT,
+        "tools": {row["id"]: row for row in tools},
+        "name_tables": [dict(table) for table in maps.tables],
+        "name_maps": dict(maps.targets),
+    }) + b"\n"
