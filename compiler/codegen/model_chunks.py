@@ -6,8 +6,9 @@ definitions took ~21 s in one run; folded and split into chunks, the same work t
 about half of that on two cores). So:
 
 1. A tool model (`<Tool>Input`/`<Tool>Output`) whose schema is the same JSON as an earlier tool model's (by
-   name), and that nothing refers to, is not generated again: its chunk gets `class Dup(Canonical): pass`,
-   which is what the generator's `reuse_model` writes for it anyway (GitHub: 972 of 2,747 definitions).
+   name), and that nothing refers to, is not generated again: its chunk gets a copy of the canonical model's
+   class under the duplicate's name (a copy, not `class Dup(Canonical): pass` as the generator's
+   `reuse_model` writes: one tool's model never inherits from another's) (GitHub: 972 of 2,747 definitions).
 2. The other definitions are grouped into connected components of the `$ref` graph, and the components are
    packed into ceil(total / CHUNK_WEIGHT) chunks by bytes of schema JSON (largest first, into the lightest
    chunk, ties by name). No `$ref` crosses a chunk, so each chunk is a self-contained generator run. The split
@@ -46,6 +47,7 @@ from compiler.codegen.models import (
     long_field_aliases,
     ref_target,
     run_datamodel_codegen,
+    split_source_lines,
 )
 from compiler.parallel import cores, start_context
 
@@ -70,7 +72,7 @@ class _Job:
     """`_models_<i>` for a chunk of a split source, empty for `models.py`."""
     schema: dict[str, Any]
     header: str
-    subclasses: tuple[tuple[str, str], ...]
+    copies: tuple[tuple[str, str], ...]
     """(folded duplicate, its canonical model) pairs whose canonical model is in this chunk."""
     allow_calls: frozenset[str]
     weight: int
@@ -153,21 +155,35 @@ def _chunks(texts: Mapping[str, str]) -> list[list[str]]:
 def _run(job: _Job) -> ModelsModule:
     """One chunk, start to finish: generate, check, read back, then add the folded duplicates.
 
-    The `class Dup(Canonical): pass` lines are written here from two names that are safe identifiers (checked),
-    with the canonical one a class of the checked module and the duplicate not yet defined in it; otherwise the
-    duplicate gets no model (the stubs report TC602 and type it as Any)."""
+    Each folded duplicate is a copy of its canonical model's class under its own name (never a subclass: one
+    tool's model does not inherit from another's), written here from two names that are safe identifiers
+    (checked), with the canonical one a class of the checked module and the duplicate not yet defined in it;
+    otherwise the duplicate gets no model (the stubs report TC602 and type it as Any)."""
     code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases)))
     tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
     models = analyse(code, tree, module=job.module)
-    classes = {statement.name for statement in tree.body if isinstance(statement, ast.ClassDef)}
-    pairs = [(dup, canon) for dup, canon in job.subclasses
-             if canon in classes and dup not in models.local_names and is_safe_identifier(dup)]
+    classes = {statement.name: statement for statement in tree.body if isinstance(statement, ast.ClassDef)}
+    lines = split_source_lines(code)
+    copies = {dup: copy for dup, canon in job.copies
+              if canon in classes and dup not in models.local_names and is_safe_identifier(dup)
+              and (copy := _renamed_class(lines, classes[canon], dup)) is not None}
+    pairs = [(dup, canon) for dup, canon in job.copies if dup in copies]
     if not pairs:
         return models
-    extra = "".join(f"\n\nclass {dup}({canon}):\n    pass\n" for dup, canon in pairs)
+    code = code.rstrip("\n") + "\n" + "".join(f"\n\n{copies[dup]}" for dup, _ in pairs)
     fields = {**models.fields, **{dup: models.fields[canon] for dup, canon in pairs}}
-    return replace(models, code=code + extra, fields=fields,
-                   local_names=models.local_names | {dup for dup, _ in pairs})
+    return replace(models, code=code, fields=fields, local_names=models.local_names | {dup for dup, _ in pairs})
+
+
+def _renamed_class(lines: Sequence[str], node: ast.ClassDef, name: str) -> str | None:
+    """The source of class `node` with its name changed to `name` (the body never names the class itself: a model
+    something refers to is never folded); None for a class not written as generated models are."""
+    head = lines[node.lineno - 1]
+    keyword = f"class {node.name}"
+    if node.decorator_list or not head.startswith(keyword) or head[len(keyword)] not in "(:":
+        return None
+    body = lines[node.lineno:node.end_lineno or node.lineno]
+    return "".join([f"class {name}{head[len(keyword):]}", *body]).rstrip("\n") + "\n"
 
 
 _WARM_UP = {"$defs": {"Warm": {"type": "object", "properties": {"kind": {"enum": ["a"]}}, "required": ["kind"]}}}
@@ -267,7 +283,7 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
     jobs = []
     for index, chunk in enumerate(chunks):
         module = f"_models_{index:0{width}d}" if split else ""
-        subclasses = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
+        copies = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
         defs = {name: table[name] for name in chunk}
         base = bases[index]
         wanted: list[str] = []
@@ -280,7 +296,7 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
             filename=f"{package}/{module or 'models'}.py", module=module, schema=schema,
             aliases=tuple(sorted(long_field_aliases(schema).items())),
             header=header if not split else f"{header}\n# Chunk {index} of {len(chunks)}; models.py re-exports it.",
-            subclasses=subclasses, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
+            copies=copies, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
             base=f"_models_{base:0{width}d}" if base is not None else "", stand_ins=tuple(wanted)))
     modules = _run_all(jobs)
     try:
