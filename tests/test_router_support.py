@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from compiler.build import Build, TargetOutput
-from compiler.codegen.router import generate_router
+from compiler.codegen.router import generate_router, router_context
 from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig, config_from_data
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.ir import Catalog, Source, Tool
@@ -128,16 +128,19 @@ def test_tool_tables_are_read_on_first_use_and_round_trip(tmp_path: Path) -> Non
     build = make_build(servers=[TIME_SERVER])
     write_router(build, tmp_path)
     rows = json.loads((tmp_path / "toolc_router" / "_tables.json").read_text())
+    context_rows: Any = router_context(build)["tools"]
+    full = {row["id"]: json.loads(json.dumps(row)) for row in context_rows}
+    assert len(json.dumps(rows["tools"])) < len(json.dumps(full))  # defaults are left out of the file
     with load_router(tmp_path):
         tables = importlib.import_module("toolc_router._tables")
         assert tables._data.cache_info().currsize == 0  # imported (by the router too), not read yet
         assert "mcp:nowhere:ghost" not in tables.TOOLS and tables.TOOLS.get("mcp:nowhere:ghost") is None
         assert tables._data.cache_info().currsize == 1
         assert sorted(tables.TOOLS) == sorted(rows["tools"]) and len(tables.TOOLS) == len(rows["tools"])
-        for tool_id, row in rows["tools"].items():
+        for tool_id in rows["tools"]:
             spec = tables.TOOLS[tool_id]
             assert spec is tables.TOOLS[tool_id]  # made once, then kept
-            assert json.loads(json.dumps(dataclasses.asdict(spec))) == row
+            assert json.loads(json.dumps(dataclasses.asdict(spec))) == full[tool_id]
         assert sorted(tables.NAME_MAPS) == sorted(rows["name_maps"])
         for target, index in rows["name_maps"].items():
             for name, entry in rows["name_tables"][index].items():

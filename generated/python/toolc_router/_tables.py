@@ -63,31 +63,34 @@ class _Table(Mapping[str, _Value]):
 
 
 def _http(row: Mapping[str, Any]) -> HttpSpec:
+    """Values equal to their field's default are left out of the file."""
+    security = row.get("security", ())
     return HttpSpec(
         method=row["method"],
         path=row["path"],
         arguments=tuple(HttpArg(**argument) for argument in row["arguments"]),
-        body_content_type=row["body_content_type"],
+        body_content_type=row.get("body_content_type"),
         security=tuple(
             tuple(AuthScheme(**scheme) for scheme in alternative)
-            for alternative in row["security"]
+            for alternative in security
         ),
-        base_url=row["base_url"],
-        body_required=row["body_required"],
+        base_url=row.get("base_url"),
+        body_required=row.get("body_required", False),
     )
 
 
 def _tool(row: Mapping[str, Any]) -> ToolSpec:
+    http = row.get("http")
     return ToolSpec(
         id=row["id"],
         name=row["name"],
         source=row["source"],
         risk=row["risk"],
-        side_effects=tuple(row["side_effects"]),
-        fixed_params=row["fixed_params"],
-        mcp_tool=row["mcp_tool"],
-        http=None if row["http"] is None else _http(row["http"]),
-        aliases=tuple(row["aliases"]),
+        side_effects=tuple(row.get("side_effects", ())),
+        fixed_params=row.get("fixed_params", {}),
+        mcp_tool=row.get("mcp_tool"),
+        http=None if http is None else _http(http),
+        aliases=tuple(row.get("aliases", ())),
     )
 
 
