@@ -162,6 +162,9 @@ def _run(job: _Job) -> ModelsModule:
     code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases)))
     tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
     models = analyse(code, tree, module=job.module)
+    if job.base:
+        models, tree = _swap_stand_ins(models, tree, job)
+        code = models.code
     classes = {statement.name: statement for statement in tree.body if isinstance(statement, ast.ClassDef)}
     lines = split_source_lines(code)
     copies = {dup: copy for dup, canon in job.copies
@@ -298,10 +301,11 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
             header=header if not split else f"{header}\n# Chunk {index} of {len(chunks)}; models.py re-exports it.",
             copies=copies, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
             base=f"_models_{base:0{width}d}" if base is not None else "", stand_ins=tuple(wanted)))
-    modules = _run_all(jobs)
     try:
-        modules = [_attach(modules[i], job, modules[bases[i] or 0], table) if job.base else modules[i]
-                   for i, job in enumerate(jobs)]
+        modules = _run_all(jobs)
+        for i, job in enumerate(jobs):
+            if job.base:
+                _check_stand_ins(modules[i], job, modules[bases[i] or 0], table)
     except _StandInMismatch:
         return generate_models(table, keys, package=package, header=header, allow_calls=allow_calls,
                                split_big=False)
@@ -320,11 +324,11 @@ def _aliased(module: ModelsModule) -> frozenset[str]:
     return frozenset(match.group(1) for match in _ALIAS_LINE.finditer(module.code))
 
 
-def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[str, Any]) -> ModelsModule:
-    """The leaf chunk with its stand-in classes replaced by the shared module's classes.
-
-    Each stand-in is found by its one field; the shared class of the same name must exist and, for an object
-    definition, have at least the definition's properties. Otherwise _StandInMismatch."""
+def _swap_stand_ins(leaf: ModelsModule, tree: ast.Module, job: _Job) -> tuple[ModelsModule, ast.Module]:
+    """The leaf chunk (and its tree) with its stand-in classes replaced by the shared module's classes
+    (`Name = _models_0.Name`), in the worker that generated it. Each stand-in is found by its one field;
+    `_check_stand_ins` then checks them against the shared module. A stand-in that does not line up:
+    _StandInMismatch."""
     by_field = {f"toolc_stand_in_{i}": name for i, name in enumerate(job.stand_ins)}
     stand_ins: dict[str, str] = {}  # class name → shared definition
     for cls, fields in leaf.fields.items():
@@ -332,13 +336,7 @@ def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[st
             stand_ins[cls] = by_field[only]
     if len(stand_ins) != len(by_field) or len(set(stand_ins.values())) != len(by_field):
         raise _StandInMismatch(job.filename)
-    for cls, name in stand_ins.items():
-        properties = table[name].get("properties") if isinstance(table[name], dict) else None
-        if cls not in base.local_names or (isinstance(properties, dict)
-                                           and not set(properties) <= set(base.fields.get(cls, {}))):
-            raise _StandInMismatch(job.filename)
     lines = leaf.code.split("\n")
-    tree = ast.parse(leaf.code)
     drop: set[int] = set()
     last_import = 0
     for statement in tree.body:
@@ -355,7 +353,18 @@ def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[st
             *(f"{cls} = {job.base}.{cls}" for cls in sorted(stand_ins))]
     code = "\n".join(head + [line for i, line in enumerate(lines) if i >= last_import and i not in drop])
     checked = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
-    return analyse(code, checked, module=job.module)
+    swapped = analyse(code, checked, module=job.module)
+    return replace(swapped, stand_ins=tuple(sorted(stand_ins.items()))), checked
+
+
+def _check_stand_ins(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[str, Any]) -> None:
+    """Each stand-in's shared class must exist in the shared module and, for an object definition, have at
+    least the definition's properties. Otherwise _StandInMismatch."""
+    for cls, name in leaf.stand_ins:
+        properties = table[name].get("properties") if isinstance(table[name], dict) else None
+        if cls not in base.local_names or (isinstance(properties, dict)
+                                           and not set(properties) <= set(base.fields.get(cls, {}))):
+            raise _StandInMismatch(job.filename)
 
 
 def _split_layout(modules: Sequence[ModelsModule], owner: Mapping[str, int], *, header: str, package: str,

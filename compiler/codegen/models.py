@@ -278,6 +278,9 @@ class ModelsModule:
     when they live in `models.py` itself."""
     exported: frozenset[str] = frozenset()
     """Of `local_names`, those `models.py` re-exports from `module` (so `_models.<name>` reaches them)."""
+    stand_ins: tuple[tuple[str, str], ...] = ()
+    """For a leaf chunk of a big component: (name, shared definition) of each class it takes from its shared
+    module instead of a stand-in (`model_chunks`)."""
 
 
 class _Segments:
