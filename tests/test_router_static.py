@@ -125,3 +125,17 @@ def test_the_name_map_rules_are_written_once() -> None:
             assert not defined & shared, (name, defined & shared)
     namemap = ast.parse((ROOT / "compiler" / "providers" / "namemap.py").read_text())
     assert not shared & {node.name for node in ast.walk(namemap) if isinstance(node, ast.FunctionDef)}
+
+
+def test_a_changed_static_module_invalidates_the_codegen_cache(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache fingerprints the generator's own files: the copied modules are among them, wherever they live."""
+    from compiler.codegen import cache
+
+    copies = {name: tmp_path / name for name in static_files()}
+    for name, path in static_files().items():
+        copies[name].write_bytes(path.read_bytes())
+    monkeypatch.setattr(cache, "static_files", lambda: copies)
+    before = cache.generator_identity.__wrapped__()
+    copies["shapes.py"].write_bytes(copies["shapes.py"].read_bytes() + b"# changed\n")
+    assert cache.generator_identity.__wrapped__() != before
