@@ -26,13 +26,13 @@ from ._types import (
     ToolSpec,
 )
 
-TABLES_FILE = Path(__file__).with_name("_tables.json")
+_FILE = Path(__file__).with_name("_tables.json")
 _Value = TypeVar("_Value")
 
 
 @cache
 def _data() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(TABLES_FILE.read_bytes())
+    data: dict[str, Any] = json.loads(_FILE.read_bytes())
     return data
 
 
