@@ -27,6 +27,7 @@ chunk (`_models._models_3.Body12`).
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import math
 import re
@@ -206,6 +207,10 @@ def _run_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
     context = start_context()
     if context.get_start_method() == "fork":
         _warm_up()
+        # Everything built so far out of the cyclic GC's generations (the pipeline unfreezes at the end of the
+        # compile): a forked worker's collections would otherwise write to each such object's header and so copy
+        # the parent's pages (Microsoft Graph: the providers' and router's data, about 1 GB of copies).
+        gc.freeze()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=limits.cap_worker,
                                initargs=(limits.worker_budget(),))
     try:
