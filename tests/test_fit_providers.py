@@ -262,8 +262,14 @@ def test_discovery_mode_reaches_the_loopback_server(k8s: tuple[Any, Path], api: 
         asyncio.run(run())
     finally:
         router.audit.close()
-    deferred = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
-    assert deferred[0]["type"].startswith("tool_search_tool") and all(t["defer_loading"] for t in deferred[1:])
+    # Claude's deferred form names the files holding the tools (never a second copy): the README's request.
+    form = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
+    assert form["tool_search"]["type"].startswith("tool_search_tool") and form["defer_loading"] is True
+    request = [form["tool_search"], *({**tool, "defer_loading": True} for path in form["tools_files"]
+                                      for tool in json.loads((folder / path).read_text()))]
+    everything = json.loads((folder / "schemas/anthropic.json").read_text())
+    assert form["tools_files"] == ["schemas/anthropic.json"] and len(request) == len(everything) + 1
+    assert all(tool["defer_loading"] for tool in request[1:])
 
 
 def test_explain_shows_transforms_tokens_and_toolsets() -> None:

@@ -30,6 +30,11 @@ def _encoding() -> Any:
     return bpe_openai.get_encoding(ENCODING)
 
 
+def preload() -> None:
+    """Load the vocabulary now (before forking workers, which then share it)."""
+    _encoding()
+
+
 CHUNK = 200_000
 """The encoder refuses a text of 1,000,000 characters or more: long texts are counted in pieces."""
 
@@ -66,6 +71,16 @@ _LINE_TOKENS: dict[bytes, int] = {}
 """Tokens per line (with its line break) of canonical JSON, shared by every file and tool of a process."""
 
 
+def line_count(line: bytes) -> int:
+    """Tokens of one line of canonical JSON with its line break (each distinct line is encoded once)."""
+    found = _LINE_TOKENS.get(line)
+    if found is None:
+        piece = line.decode("utf-8") + "\n"
+        found = _LINE_TOKENS[line] = len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK \
+            else count_text(piece)
+    return found
+
+
 def count_bytes(data: bytes) -> int:
     """Tokens of a file toolc writes (`canonical_json`: indented JSON), exactly as one encode of the whole text.
 
@@ -75,17 +90,21 @@ def count_bytes(data: bytes) -> int:
     appears in every tool that uses it): each distinct line is encoded once, and repeats are only counted."""
     lines = data.split(b"\n")
     last = lines.pop()
-    total = 0
-    encoding = None
-    for line, repeats in Counter(lines).items():
-        found = _LINE_TOKENS.get(line)
-        if found is None:
-            encoding = encoding or _encoding()
-            piece = line.decode("utf-8") + "\n"
-            found = _LINE_TOKENS[line] = len(encoding.encode_ordinary(piece)) if len(piece) < CHUNK \
-                else count_text(piece)
-        total += found * repeats
+    total = sum(line_count(line) * repeats for line, repeats in Counter(lines).items())
     return total + (count_text(last.decode("utf-8")) if last else 0)
+
+
+def count_padded(data: bytes, pad: bytes) -> tuple[int, int]:
+    """(`count_bytes(data)`, the same count with `pad` before every line), in one pass: a definition's cost on its
+    own and as indented inside a tools array (`spans.py`). `data` ends with a line break, as canonical JSON does."""
+    lines = data.split(b"\n")
+    if lines.pop():
+        raise ValueError("canonical JSON ends with a line break")
+    plain = padded = 0
+    for line, repeats in Counter(lines).items():
+        plain += line_count(line) * repeats
+        padded += line_count(pad + line) * repeats
+    return plain, padded
 
 
 def count_json(value: Any) -> int:
