@@ -25,6 +25,7 @@ from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
+from tests.test_fit_lowering import json_documents
 from tests.test_router_support import load_router
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,3 +298,33 @@ def test_list_tokens_shows_costs_toolsets_and_totals() -> None:
     assert data["targets"]["openai-chat"]["method"].startswith("counted: o200k_base")
     table = CliRunner().invoke(main, ["list", "--tokens", "--target", "anthropic", str(K8S_CONFIGMAP)])
     assert "anthropic: 1 tools" in table.stdout and "estimated" in table.stdout
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(definitions=st.lists(st.dictionaries(st.text(max_size=8), json_documents, min_size=1, max_size=4),
+                            max_size=5),
+       target=st.sampled_from(sorted(PROVIDERS)), picks=st.lists(st.integers(0, 4), max_size=6))
+def test_toolset_arrays_cut_from_spans_equal_encoding_them_again(
+        tmp_path: Path, definitions: list[dict[str, Any]], target: str, picks: list[int]) -> None:
+    """The fit stage's toolset files are byte ranges of the worker's tools file (`spans.py`): equal to encoding the
+    chosen definitions again, with tokens equal to one direct count, per file and per tool."""
+    from compiler.ir import McpBinding, Tool
+    from compiler.providers import spans
+    from compiler.providers.dialect import Lowered
+    from compiler.serialize import canonical_json
+
+    tools = [Tool(id=f"mcp:s:t{index}", source="s", name=f"t{index}", description="", input_schema={},
+                  binding=McpBinding(server="s", tool_name=f"t{index}")) for index in range(len(definitions))]
+    ordered = [Lowered(tool=tool, name=tool.name, definition=definition, parameters=None, strict=False, losses=[],
+                       problems=[]) for tool, definition in zip(tools, definitions, strict=True)]
+    path = tmp_path / f"{target}.tools.json"
+    _digests, layout = spans.write_array(path, target, ordered)
+    dialect = PROVIDERS[target]
+    assert path.read_bytes() == canonical_json(dialect.tools_array(definitions))
+    chosen = [tools[pick].id for pick in picks if pick < len(tools)]
+    expected = canonical_json(dialect.tools_array([definitions[int(tool_id[len("mcp:s:t"):])] for tool_id in chosen]))
+    with path.open("rb") as source:
+        assert b"".join(spans.array_chunks(layout, source, chosen)) == expected
+    assert spans.array_tokens(layout, chosen) == len(ENCODING.encode_ordinary(expected.decode()))
+    for tool, definition in zip(tools, definitions, strict=True):
+        assert layout.spans[tool.id].tokens == len(ENCODING.encode_ordinary(canonical_json(definition).decode()))

@@ -12,7 +12,6 @@ own emitted JSON (a modern BPE vocabulary of similar size; treat it as ±20 %). 
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import cache
 from typing import Any
 
@@ -67,18 +66,24 @@ def count_text(text: str) -> int:
     return total
 
 
-_LINE_TOKENS: dict[bytes, int] = {}
-"""Tokens per line (with its line break) of canonical JSON, shared by every file and tool of a process."""
+class _Lines(dict[bytes, int]):
+    """Line → tokens of the line with its line break, in canonical JSON. Lines repeat across tools and files (a shared
+    schema appears in every tool that uses it): each distinct line is encoded once, on its first lookup, and
+    repeats are only looked up (`sum(map(...))` over a file's lines runs in C)."""
+
+    def __missing__(self, line: bytes) -> int:
+        piece = line.decode("utf-8") + "\n"
+        found = self[line] = len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
+        return found
+
+
+_LINES = _Lines()
+"""Shared by every file and tool of a process."""
 
 
 def line_count(line: bytes) -> int:
-    """Tokens of one line of canonical JSON with its line break (each distinct line is encoded once)."""
-    found = _LINE_TOKENS.get(line)
-    if found is None:
-        piece = line.decode("utf-8") + "\n"
-        found = _LINE_TOKENS[line] = len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK \
-            else count_text(piece)
-    return found
+    """Tokens of one line of canonical JSON with its line break."""
+    return _LINES[line]
 
 
 def count_bytes(data: bytes) -> int:
@@ -86,25 +91,41 @@ def count_bytes(data: bytes) -> int:
 
     Counted line by line: in indented JSON every line break is followed by indentation and then `"`, a bracket or a
     value, never `/` or another break, so the pre-tokenizer ends a piece at each one and no token crosses a line
-    (hypothesis checks the sum against one direct count). Lines repeat across tools and files (a shared schema
-    appears in every tool that uses it): each distinct line is encoded once, and repeats are only counted."""
+    (hypothesis checks the sum against one direct count)."""
     lines = data.split(b"\n")
     last = lines.pop()
-    total = sum(line_count(line) * repeats for line, repeats in Counter(lines).items())
-    return total + (count_text(last.decode("utf-8")) if last else 0)
+    return sum(map(_LINES.__getitem__, lines)) + (count_text(last.decode("utf-8")) if last else 0)
+
+
+_SHIFT = 40
+"""`_Padded` packs two counts in one int: a definition's lines never add up to 2**40 tokens."""
+
+
+class _Padded(dict[bytes, int]):
+    """Line → its tokens, plus the tokens of the line with `pad` before it shifted left by `_SHIFT`: one lookup
+    and one sum give both counts of `count_padded`."""
+
+    def __init__(self, pad: bytes) -> None:
+        super().__init__()
+        self.pad = pad
+
+    def __missing__(self, line: bytes) -> int:
+        found = self[line] = _LINES[line] | _LINES[self.pad + line] << _SHIFT
+        return found
+
+
+_PADDED: dict[bytes, _Padded] = {}
 
 
 def count_padded(data: bytes, pad: bytes) -> tuple[int, int]:
-    """(`count_bytes(data)`, the same count with `pad` before every line), in one pass: a definition's cost on its
-    own and as indented inside a tools array (`spans.py`). `data` ends with a line break, as canonical JSON does."""
+    """(`count_bytes(data)`, the same count with `pad` before every line): a definition's cost on its own and as
+    indented inside a tools array (`spans.py`). `data` ends with a line break, as canonical JSON does."""
     lines = data.split(b"\n")
     if lines.pop():
         raise ValueError("canonical JSON ends with a line break")
-    plain = padded = 0
-    for line, repeats in Counter(lines).items():
-        plain += line_count(line) * repeats
-        padded += line_count(pad + line) * repeats
-    return plain, padded
+    known = _PADDED.get(pad) or _PADDED.setdefault(pad, _Padded(pad))
+    both = sum(map(known.__getitem__, lines))
+    return both & ((1 << _SHIFT) - 1), both >> _SHIFT
 
 
 def count_json(value: Any) -> int:
