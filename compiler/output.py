@@ -154,8 +154,28 @@ def read_tree(folder: Path) -> dict[str, bytes]:
     return {relative: (folder / relative).read_bytes() for relative in _relative_files(folder)}
 
 
+def _place(spooled: Path, target: Path) -> None:
+    """A spooled file into the output: linked where the spool shares the output's file system (nothing copied;
+    spooled files are never written again once made), copied where it does not."""
+    try:
+        os.link(spooled, target)
+    except OSError:
+        shutil.copyfile(spooled, target)
+        return
+    os.chmod(target, 0o666 & ~_UMASK)  # as a file written there would be (the spool's are private, 0600)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+_UMASK = _umask()
+
+
 def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Files are written one at a time (a `FileSet`'s spooled files are copied, never read in whole)."""
+    """Files are written one at a time (a `FileSet`'s spooled files are linked or copied, never read in whole)."""
     folder = folder.resolve()
     parent = folder.parent
     try:
@@ -166,7 +186,7 @@ def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             spooled = files.spooled_path(relative) if isinstance(files, FileSet) else None
             if spooled is not None:
-                shutil.copyfile(spooled, target)
+                _place(spooled, target)
             else:
                 target.write_bytes(files[relative])
         if folder.exists():
