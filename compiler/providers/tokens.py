@@ -66,15 +66,47 @@ def count_text(text: str) -> int:
     return total
 
 
+def _encode_line(line: bytes) -> int:
+    piece = line.decode("utf-8") + "\n"
+    return len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
+
+
+class _Spaces(dict[int, int]):
+    """n → tokens of a run of n spaces on its own."""
+
+    def __missing__(self, count: int) -> int:
+        found = self[count] = len(_encoding().encode_ordinary(" " * count)) if count else 0
+        return found
+
+
+class _Indented(dict[bytes, int]):
+    """A line's text after its indentation, with one space before it → its tokens (with the line break)."""
+
+    def __missing__(self, rest: bytes) -> int:
+        found = self[rest] = _encode_line(rest)
+        return found
+
+
 class _Lines(dict[bytes, int]):
     """Line → tokens of the line with its line break, in canonical JSON. Lines repeat across tools and files (a shared
-    schema appears in every tool that uses it): each distinct line is encoded once, on its first lookup, and
-    repeats are only looked up (`sum(map(...))` over a file's lines runs in C)."""
+    schema appears in every tool that uses it): each distinct line is counted once, on its first lookup, and
+    repeats are only looked up (`sum(map(...))` over a file's lines runs in C).
+
+    The same text recurs at many depths (a definition inlined at every level it is used, the same tool in two
+    arrays): an indented line is encoded once per text. o200k_base's pre-tokenizer cuts `k >= 1` leading spaces
+    before a non-space into `k - 1` spaces on their own (`\\s+(?!\\S)`) and a piece that starts with the last space,
+    whatever follows: so tokens(k spaces + text) = tokens(k - 1 spaces alone) + tokens(one space + text)."""
 
     def __missing__(self, line: bytes) -> int:
-        piece = line.decode("utf-8") + "\n"
-        found = self[line] = len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
+        text = line.lstrip(b" ")
+        indent = len(line) - len(text)
+        found = self[line] = _encode_line(line) if not indent or not text \
+            else _SPACES[indent - 1] + _INDENTED[line[indent - 1:]]
         return found
+
+
+_SPACES = _Spaces()
+_INDENTED = _Indented()
 
 
 _LINES = _Lines()
