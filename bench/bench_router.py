@@ -5,7 +5,7 @@ SDK, with argument validation on (not a test).
 
 Generates the router for a small catalog (the probe MCP tools and `fixtures/guard/users.yaml`), then for each
 audit sink (none: a sink that stores nothing; SQLite; PostgreSQL on a loopback server started from the `pgserver`
-wheel, see tests/pg_server.py), first without and then with an OpenTelemetry SDK (TracerProvider +
+wheel, see tests/support/pg_server.py), first without and then with an OpenTelemetry SDK (TracerProvider +
 BatchSpanProcessor, spans to memory):
   mcp    direct: `client.call_tool("echo", ...)` on an open `mcp.Client` to an in-process MCP server
          router: `router.call_tool("mcp:probe:echo", ...)`: six gates, schema validation, decision + start
@@ -44,7 +44,7 @@ from compiler.diagnostics import Diagnostics  # noqa: E402
 from compiler.ir import Catalog  # noqa: E402
 from compiler.loading import load_document  # noqa: E402
 from compiler.sources.openapi import read_openapi  # noqa: E402
-from tests.test_router_support import (  # noqa: E402
+from tests.router.test_support import (  # noqa: E402
     FIXTURES,
     load_router,
     make_build,
@@ -191,7 +191,7 @@ async def main(calls: int, many: int) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from tests.pg_server import postgres_server
+    from tests.support.pg_server import postgres_server
 
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
 

@@ -46,8 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_router import percentiles  # noqa: E402
 from bench.harness import peer_venv  # noqa: E402
+from tests.router.test_support import load_router  # noqa: E402
 from tests.servers.inprocess import free_port  # noqa: E402
-from tests.test_router_support import load_router  # noqa: E402
 
 DOCUMENT = ROOT / "fixtures" / "corpus" / "oai-examples" / "v3.0" / "petstore-expanded.yaml"
 TOOLC = Path(sys.executable).parent / "toolc"
@@ -253,7 +253,7 @@ def listing(document: Path, with_peer: bool) -> None:
     from compiler.codegen.router import generate_router
     from compiler.loading import load_document
     from compiler.sources.openapi import read_openapi
-    from tests.test_router_support import make_build
+    from tests.router.test_support import make_build
 
     started = time.perf_counter()
     build = make_build(_catalog(document, load_document, read_openapi))

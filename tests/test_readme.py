@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .helpers import ROOT
+from tests.support.paths import ROOT
 
 README = (ROOT / "README.md").read_text()
 

@@ -1,0 +1,45 @@
+"""syrupy snapshots of the lowered output (definition + loss report) for the fixture MCP listings and for the
+hand-written edge cases in `fixtures/providers/edge/` (one file per case). Update with `--snapshot-update`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.diagnostics import Diagnostics
+from compiler.sources.recording import read_recording
+from tests.support.providers import FIXTURES, TARGETS, catalog_of, config, lower, make_tool
+
+LISTINGS = sorted((FIXTURES / "mcp").glob("*.json"))
+EDGES = sorted((FIXTURES / "providers" / "edge").glob("*.json"))
+
+
+def _report(catalog: Any, target: str, **options: Any) -> dict[str, Any]:
+    result = lower(catalog, target, config(**options))
+    return {
+        "tools": {item.tool.id: item.definition for item in result.lowered},
+        "names": result.name_map(),
+        "losses": sorted(d.render() for d in result.diagnostics),
+    }
+
+
+@pytest.mark.parametrize("path", LISTINGS, ids=[p.stem for p in LISTINGS])
+@pytest.mark.parametrize("target", TARGETS)
+def test_mcp_listing(path: Path, target: str, snapshot: Any) -> None:
+    _, tools = read_recording(json.loads(path.read_text()), source_id=path.stem, location=path.name,
+                              diagnostics=Diagnostics())
+    assert _report(catalog_of(*tools), target) == snapshot
+
+
+@pytest.mark.parametrize("path", EDGES, ids=[p.stem for p in EDGES])
+@pytest.mark.parametrize("target", [*TARGETS, "gemini-json", "anthropic-strict"])
+def test_edge_case(path: Path, target: str, snapshot: Any) -> None:
+    tool = make_tool(json.loads(path.read_text())["schema"], name=path.stem.replace("-", "_"), source="edge")
+    variants: dict[str, dict[str, Any]] = {"gemini-json": {"gemini_schema": "json-schema"},
+                                           "anthropic-strict": {"anthropic_strict": True}}
+    options = variants.get(target, {})
+    real = target.split("-json")[0].replace("-strict", "")
+    assert _report(catalog_of(tool), real, **options) == snapshot
