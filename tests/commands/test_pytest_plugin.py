@@ -15,8 +15,6 @@ from compiler.drift.canonical import canonical_tools
 from compiler.drift.snapshot import ToolSchemaExtension
 from tests.support.paths import FIXTURES
 
-pytest_plugins = ["pytester"]
-
 MCP = FIXTURES / "drift" / "mcp"
 
 USER_TEST = """

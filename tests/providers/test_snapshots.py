@@ -1,5 +1,8 @@
 """syrupy snapshots of the lowered output (definition + loss report) for the fixture MCP listings and for the
-hand-written edge cases in `fixtures/providers/edge/` (one file per case). Update with `--snapshot-update`."""
+hand-written edge cases in `fixtures/providers/edge/` (one file per case).
+
+One reviewable JSON file per target, `__snapshots__/test_snapshots/<target>.json` (`tests.support.snapshots`).
+Regenerate (the README's one command): `.venv/bin/pytest tests/providers/test_snapshots.py --snapshot-update`."""
 
 from __future__ import annotations
 
@@ -8,13 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from compiler.diagnostics import Diagnostics
 from compiler.sources.recording import read_recording
 from tests.support.providers import FIXTURES, TARGETS, catalog_of, config, lower, make_tool
+from tests.support.snapshots import JSONPerParamExtension
 
 LISTINGS = sorted((FIXTURES / "mcp").glob("*.json"))
 EDGES = sorted((FIXTURES / "providers" / "edge").glob("*.json"))
+# Each target as emitted by default, plus two option variants filed with their target.
+CONFIGURATIONS = [pytest.param(target, {}, id=target) for target in TARGETS] + [
+    pytest.param("gemini", {"gemini_schema": "json-schema"}, id="gemini-json"),
+    pytest.param("anthropic", {"anthropic_strict": True}, id="anthropic-strict"),
+]
+
+
+@pytest.fixture
+def snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(JSONPerParamExtension)
 
 
 def _report(catalog: Any, target: str, **options: Any) -> dict[str, Any]:
@@ -35,11 +50,7 @@ def test_mcp_listing(path: Path, target: str, snapshot: Any) -> None:
 
 
 @pytest.mark.parametrize("path", EDGES, ids=[p.stem for p in EDGES])
-@pytest.mark.parametrize("target", [*TARGETS, "gemini-json", "anthropic-strict"])
-def test_edge_case(path: Path, target: str, snapshot: Any) -> None:
+@pytest.mark.parametrize(("target", "options"), CONFIGURATIONS)
+def test_edge_case(path: Path, target: str, options: dict[str, Any], snapshot: Any) -> None:
     tool = make_tool(json.loads(path.read_text())["schema"], name=path.stem.replace("-", "_"), source="edge")
-    variants: dict[str, dict[str, Any]] = {"gemini-json": {"gemini_schema": "json-schema"},
-                                           "anthropic-strict": {"anthropic_strict": True}}
-    options = variants.get(target, {})
-    real = target.split("-json")[0].replace("-strict", "")
-    assert _report(catalog_of(tool), real, **options) == snapshot
+    assert _report(catalog_of(tool), target, **options) == snapshot
