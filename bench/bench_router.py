@@ -29,10 +29,8 @@ import logging
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +42,8 @@ from compiler.diagnostics import Diagnostics  # noqa: E402
 from compiler.ir import Catalog  # noqa: E402
 from compiler.loading import load_document  # noqa: E402
 from compiler.sources.openapi import read_openapi  # noqa: E402
-from tests.router.test_support import (  # noqa: E402
+from tests.support.loopback import KeepAliveHandler, loopback_http  # noqa: E402
+from tests.support.router import (  # noqa: E402
     FIXTURES,
     load_router,
     make_build,
@@ -57,20 +56,9 @@ USERS = OpenApiConfig(id="users", path="fixtures/guard/users.yaml", base_url="${
 CONTEXT = {"mode": "execution", "project_id": "bench", "spec_frozen": True, "spec_hash": "h"}
 
 
-class Answer(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as a real API
-    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall
-
+class Answer(KeepAliveHandler):
     def do_GET(self) -> None:
-        payload = b'{"users": []}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+        self.send_json(200, b'{"users": []}')
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -195,10 +183,8 @@ async def main(calls: int, many: int) -> None:
 
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{http.server_address[1]}"
     with contextlib.ExitStack() as stack:
+        url = stack.enter_context(loopback_http(Answer))
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         rt = stack.enter_context(load_router(write_router(make_build(catalog(), openapi=[USERS]), folder / "gen")))
         try:
@@ -246,8 +232,6 @@ async def main(calls: int, many: int) -> None:
             elapsed, transactions = await concurrent(rt, make(), many)
             shared = f"  {transactions} transactions for {3 * (many + 1)} events" if transactions else ""
             print(f"  {name:<24} {elapsed:7.2f} s  {many / elapsed:8.0f} calls/s{shared}")
-    http.shutdown()
-    http.server_close()
 
 
 if __name__ == "__main__":

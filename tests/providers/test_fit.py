@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,8 +23,9 @@ from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
-from tests.router.test_support import load_router
+from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import ROOT
+from tests.support.router import load_router
 
 CORPUS = ROOT / "fixtures" / "corpus" / "openapi"
 K8S_CONFIGMAP = ROOT / "fixtures" / "openapi" / "k8s-configmap.json"
@@ -126,31 +125,19 @@ def test_toolsets_config_is_typed() -> None:
 
 # --- routed calls: a toolset file, discovery mode, and the strict map round trip (loopback HTTP) -------------
 
-class Recorder(BaseHTTPRequestHandler):
+class Recorder(QuietHandler):
     requests: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         Recorder.requests.append({"path": self.path, "body": json.loads(self.rfile.read(length) or b"null")})
-        payload = b'{"kind": "ConfigMap"}'
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+        self.send_json(201, b'{"kind": "ConfigMap"}')
 
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with loopback_http(Recorder) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,35 +19,22 @@ from compiler.refs import (
     TOO_DEEP,
     RefResolver,
 )
+from tests.support.loopback import QuietHandler, loopback_http
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
+class _Recorder(QuietHandler):
     hits: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _Recorder.hits.append(self.path)
-        body = json.dumps({"type": "integer"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.send_json(200, json.dumps({"type": "integer"}).encode())
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
     _Recorder.hits = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with loopback_http(_Recorder) as url:
+        yield url
 
 
 def _count(node: Any) -> int:

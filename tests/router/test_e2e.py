@@ -3,22 +3,19 @@ API described by `fixtures/openapi/params.yaml`), and a model's tool call in eac
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import parse_qsl, urlsplit
+from typing import Any
 
 import pytest
 
 from compiler.config import OpenApiConfig, ServerConfig
-from tests.router.test_support import (
+from tests.support.loopback import Recorder, recording_api
+from tests.support.router import (
     ROOT,
     TIME_SERVER,
     catalog_from,
@@ -44,40 +41,10 @@ NAME_MAPS = {
 }
 
 
-class Recorder(BaseHTTPRequestHandler):
-    requests: ClassVar[list[dict[str, Any]]] = []
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        url = urlsplit(self.path)
-        seen = {"method": self.command, "path": url.path, "query": parse_qsl(url.query),
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body": json.loads(body) if body and "json" in self.headers.get("Content-Type", "") else body.decode()}
-        Recorder.requests.append(seen)
-        status = 404 if url.path.endswith("/404") else 200
-        payload = json.dumps({"echo": {"path": url.path, "method": self.command}, "id": 7, "name": "Rex"}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    do_GET = do_PUT = do_POST = do_PATCH = _handle
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
 @pytest.fixture
 def http_api() -> Iterator[str]:
-    Recorder.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with recording_api() as url:
+        yield url
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.router.test_support import load_router, make_build, probe_catalog, probe_server, write_router
+from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 TOKEN = "correct horse battery staple"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from compiler.codegen.env import templates_dir
-from tests.router.test_support import TIME_SERVER, make_build, with_name_maps, write_router
 from tests.support.paths import ROOT
+from tests.support.router import TIME_SERVER, make_build, with_name_maps, write_router
 
 VENV_BIN = Path(sys.executable).parent
 # Three rule sets: ruff's own defaults (which include BLE001 and TRY004 since ruff 0.17), the project's own

@@ -13,9 +13,7 @@ import json
 import shutil
 import sqlite3
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,7 +27,8 @@ from compiler.sources.mcp_env import connection_for
 from compiler.sources.mcp_transport import StderrTail
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
-from tests.router.test_support import FIXTURES, ROOT, load_router, make_build, with_name_maps, write_router
+from tests.support.loopback import QuietHandler, loopback_http
+from tests.support.router import FIXTURES, ROOT, load_router, make_build, with_name_maps, write_router
 
 USERS_API = OpenApiConfig(id="users", path="fixtures/guard/users.yaml", base_url="${USERS_URL}")
 KEY = "sk-live-4f9a2c7e1b"
@@ -51,7 +50,7 @@ def guard_catalog(*, trusted: bool = False) -> Catalog:
 
 # The wire --------------------------------------------------------------------------------------------------------
 
-class Wire(BaseHTTPRequestHandler):
+class Wire(QuietHandler):
     """Records every raw request; `page_size=500` answers 500 with the request headers echoed in the body."""
 
     seen: ClassVar[list[dict[str, Any]]] = []
@@ -68,28 +67,17 @@ class Wire(BaseHTTPRequestHandler):
         Wire.seen.append({"line": f"{self.command} {self.path}", "headers": self.headers.items(), "body": body,
                           "audited_starts": started})
         echo = "page_size=500" in self.path
-        payload = json.dumps({"headers": dict(self.headers.items())} if echo else {"ok": True}).encode()
-        self.send_response(500 if echo else 200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.send_json(500 if echo else 200,
+                       json.dumps({"headers": dict(self.headers.items())} if echo else {"ok": True}).encode())
 
     do_GET = do_POST = do_DELETE = _handle
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
 
 @pytest.fixture
 def wire() -> Iterator[str]:
     Wire.seen, Wire.audit_db = [], None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Wire)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with loopback_http(Wire) as url:
+        yield url
 
 
 def liar_server(calls: list[tuple[str, dict[str, Any]]]) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.router.test_support import load_router, make_build, probe_catalog, write_router
+from tests.support.router import load_router, make_build, probe_catalog, write_router
 
 CALLS = 2_000
 

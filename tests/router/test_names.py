@@ -26,7 +26,8 @@ from compiler.pipeline import compile_project
 from compiler.providers.emit import emit_providers
 from compiler.providers.namemap import arguments_to_wire
 from compiler.refs import RefResolver, unescape_token
-from tests.router.test_support import (
+from tests.support.providers import FIXTURES, catalog_of, make_tool, parameters_of
+from tests.support.router import (
     ROOT,
     catalog_from,
     load_router,
@@ -35,7 +36,6 @@ from tests.router.test_support import (
     with_name_maps,
     write_router,
 )
-from tests.support.providers import FIXTURES, catalog_of, make_tool, parameters_of
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 NOWHERE = Path("/nonexistent-toolc-out")  # no previous output: nothing `# toolc: keep` could carry over

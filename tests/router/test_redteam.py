@@ -33,9 +33,9 @@ from compiler.ir import Catalog, RiskLevel
 from compiler.loading import load_document
 from compiler.policy import is_selected
 from compiler.sources.recording import read_recording
-from tests.router.test_support import FIXTURES, load_router, make_build, write_router
-from tests.servers.raw_http import RawRecorder, RawRequest, raw_http_server
-from tests.support.wire import assert_refused, audit_events, generated_router
+from tests.servers.raw_http import RawRecorder, RawRequest
+from tests.support.router import FIXTURES, load_router, make_build, write_router
+from tests.support.wire import WireHarness, audit_events, call_once, generated_router
 
 DOCUMENT = FIXTURES / "redteam" / "redteam.yaml"
 # A credential the way real ones look: base64 alphabet (`+ / =`), so its percent-encoded form differs from itself.
@@ -61,12 +61,6 @@ def document_for(primary: RawRecorder) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[RawRecorder, RawRecorder]]:
-    with raw_http_server() as primary, raw_http_server() as elsewhere:
-        yield primary, elsewhere
-
-
-@pytest.fixture(scope="module")
 def rt(servers: tuple[RawRecorder, RawRecorder], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     config = OpenApiConfig(id="redteam", path="redteam.yaml", fixed_params=PRESETS)
     with generated_router(tmp_path_factory.mktemp("redteam"), document_for(servers[0]), "redteam", config,
@@ -74,21 +68,8 @@ def rt(servers: tuple[RawRecorder, RawRecorder], tmp_path_factory: pytest.TempPa
         yield module
 
 
-class Harness:
-    def __init__(self, rt: Any, database: Path, servers: tuple[RawRecorder, RawRecorder]) -> None:
-        self.rt, self.database = rt, database
-        self.primary, self.elsewhere = servers
-        self.router = rt.Router(audit_sink=rt.SqliteAuditSink(database), environ=ENVIRON)
-        self.context = rt.InvocationContext(**FROZEN)
-
-    def reset(self) -> None:
-        for server in (self.primary, self.elsewhere):
-            server.clear()
-            server.respond = None
-
-    async def call(self, operation: str, arguments: Any) -> Any:
-        self.reset()
-        return await self.router.call_tool(f"openapi:redteam:{operation}", arguments, context=self.context)
+class Harness(WireHarness):
+    """The shared harness, plus the provider entry points and the whole audit table."""
 
     def provider_name(self, target: str, operation: str) -> str:
         maps = self.rt.router.providers.NAME_MAPS[target]
@@ -105,25 +86,6 @@ class Harness:
         block = {"type": "tool_use", "id": "t1", "name": self.provider_name("anthropic", operation), "input": arguments}
         return await self.router.call_anthropic_tool_use(block, context=self.context)
 
-    @property
-    def sent(self) -> list[RawRequest]:
-        return self.primary.requests + self.elsewhere.requests
-
-    def refused(self, result: Any, *words: str) -> None:
-        """Nothing reached the wire; the caller got an error (naming `words`); the audit shows no success."""
-        assert_refused(self.sent, self.database, result, *words)
-
-    def one(self, result: Any) -> RawRequest:
-        """Exactly one request went out, carrying each credential once with its value; the end is audited."""
-        assert not result.is_error, result.error
-        assert len(self.sent) == 1, [r.request_line for r in self.sent]
-        request = self.sent[0]
-        assert [(k, unquote(v)) for k, v in request.query_pairs if k.lower() == "api_key"] == [("api_key", API_KEY)]
-        assert [c for c in request.cookies if c[0].lower() == "sid"] == [("sid", SESSION)]
-        kinds = [kind for kind, _ in audit_events(self.database, result.invocation_id)]
-        assert kinds == ["policy_decision", "tool_invocation_start", "tool_invocation_end"]
-        return request
-
     def audit_rows(self) -> list[tuple[Any, ...]]:
         with contextlib.closing(sqlite3.connect(self.database)) as connection:
             return list(connection.execute("SELECT * FROM task_audits ORDER BY id"))
@@ -131,11 +93,10 @@ class Harness:
 
 @pytest.fixture
 async def h(rt: Any, servers: tuple[RawRecorder, RawRecorder], tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = Harness(rt, tmp_path / "audit.db", servers)
+    harness = Harness(rt, tmp_path / "audit.db", servers, source="redteam", environ=ENVIRON, api_key=API_KEY,
+                      session=SESSION)
     yield harness
-    harness.reset()
-    await harness.router.aclose()
-    harness.router.audit.close()
+    await harness.aclose()
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:
@@ -240,9 +201,9 @@ class TestSecretEncodings:
     async def test_a_redirect_to_another_host_is_not_followed(self, h: Harness) -> None:
         h.reset()
         h.primary.respond = lambda request: response(
-            302, b"{}", f"Location: {h.elsewhere.url}/steal?api_key={quote(API_KEY, safe='')}")
+            302, b"{}", f"Location: {h.secondary.url}/steal?api_key={quote(API_KEY, safe='')}")
         result = await h.router.call_tool("openapi:redteam:redirect", {}, context=h.context)
-        assert len(h.primary.requests) == 1 and h.elsewhere.requests == []
+        assert len(h.primary.requests) == 1 and h.secondary.requests == []
         assert not result.is_error  # a 302 is the server's answer; the router returns it, it does not follow it
         assert self.leaks(h, result) == []
 
@@ -607,15 +568,7 @@ def _loosely(key: str) -> str:
 
 
 def _sync_call(rt: Any, operation: str, arguments: dict[str, Any]) -> Any:
-    async def run() -> Any:
-        router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=ENVIRON)
-        try:
-            return await router.call_tool(f"openapi:redteam:{operation}", arguments,
-                                          context=rt.InvocationContext(**FROZEN))
-        finally:
-            await router.aclose()
-
-    return asyncio.run(run())
+    return call_once(rt, f"openapi:redteam:{operation}", arguments, ENVIRON)
 
 
 class TestProperties:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tests.router.test_support import load_router, make_build, probe_catalog, probe_server, write_router
+from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 SECRET = "s3cret-admin-token-77f1"
 

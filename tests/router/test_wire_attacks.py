@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -16,30 +16,25 @@ import pytest
 
 from compiler.config import OpenApiConfig
 from compiler.diagnostics import Diagnostics, Severity
-from tests.servers.raw_http import RawRecorder, raw_http_server
+from tests.servers.raw_http import RawRecorder
 from tests.support.wire import (
     API_KEY,
     CREDENTIALS,
     FROZEN,
     SESSION,
-    assert_refused,
-    audit_events,
     audited_as_refused,
     generated_router,
     read_catalog,
     wire_document,
+)
+from tests.support.wire import (
+    WireHarness as Wire,
 )
 
 PRESETS = {
     "listItems": {"query": {"tenant": "acme"}, "header": {"X-Org": "acme-org"}},
     "createCharge": {"currency": "eur"},
 }
-
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[RawRecorder, RawRecorder]]:
-    with raw_http_server() as primary, raw_http_server() as secondary:
-        yield primary, secondary
 
 
 @pytest.fixture(scope="module")
@@ -50,47 +45,12 @@ def rt(servers: tuple[RawRecorder, RawRecorder], tmp_path_factory: pytest.TempPa
         yield module
 
 
-class Wire:
-    """One router with a fresh audit database, and the two recording servers."""
-
-    def __init__(self, rt: Any, database: Path, servers: tuple[RawRecorder, RawRecorder]) -> None:
-        self.rt, self.database = rt, database
-        self.primary, self.secondary = servers
-        self.router = rt.Router(audit_sink=rt.SqliteAuditSink(database), environ=CREDENTIALS)
-
-    async def call(self, operation: str, arguments: dict[str, Any]) -> Any:
-        self.primary.clear()
-        self.secondary.clear()
-        result = await self.router.call_tool(f"openapi:wire:{operation}", arguments,
-                                             context=self.rt.InvocationContext(**FROZEN))
-        self.router.audit.flush()
-        return result
-
-    @property
-    def sent(self) -> list[Any]:
-        return self.primary.requests + self.secondary.requests
-
-    def refused(self, result: Any, *words: str) -> None:
-        """Nothing reached either server; the caller got an error naming `words`; the audit shows no success."""
-        assert_refused(self.sent, self.database, result, *words)
-
-    def one(self, result: Any) -> Any:
-        assert not result.is_error, result.error
-        assert len(self.sent) == 1
-        request = self.sent[0]
-        assert request.query_keys.count("api_key") == 1 and dict(request.query_pairs)["api_key"] == API_KEY
-        assert [c for c in request.cookies if c[0] == "sid"] == [("sid", SESSION)]
-        kinds = [kind for kind, _ in audit_events(self.database, result.invocation_id)]
-        assert kinds[-1] == "tool_invocation_end"
-        return request
-
-
 @pytest.fixture
-async def wire(rt: Any, servers: tuple[RawRecorder, RawRecorder], tmp_path: Path) -> Any:
-    harness = Wire(rt, tmp_path / "audit.db", servers)
+async def wire(rt: Any, servers: tuple[RawRecorder, RawRecorder], tmp_path: Path) -> AsyncIterator[Wire]:
+    harness = Wire(rt, tmp_path / "audit.db", servers, source="wire", environ=CREDENTIALS, api_key=API_KEY,
+                   session=SESSION)
     yield harness
-    await harness.router.aclose()
-    harness.router.audit.close()
+    await harness.aclose()
 
 
 class TestPresetsLeak:

@@ -5,7 +5,6 @@ allows, with every credential and every preset present exactly once, with its ow
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -15,8 +14,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from compiler.config import OpenApiConfig
-from tests.servers.raw_http import RawRecorder, RawRequest, raw_http_server
-from tests.support.wire import API_KEY, CREDENTIALS, FROZEN, SESSION, generated_router, wire_document
+from tests.servers.raw_http import RawRecorder, RawRequest
+from tests.support.wire import API_KEY, CREDENTIALS, SESSION, call_once, generated_router, wire_document
 
 PRESETS = {"listItems": {"query": {"tenant": "acme"}, "header": {"X-Org": "acme-org"}, "cookie": {"theme": "dark"}},
            "createCharge": {"currency": "eur"}}
@@ -49,24 +48,17 @@ CHARGE = _typed(metadata=st.dictionaries(HOSTILE, HOSTILE, max_size=2), expand=s
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, RawRecorder]]:
-    with raw_http_server() as primary, raw_http_server() as secondary:
-        document = wire_document(primary.url, secondary.url)
-        config = OpenApiConfig(id="wire", path="wire.yaml", fixed_params=PRESETS)
-        with generated_router(tmp_path_factory.mktemp("prop"), document, config=config) as rt:
-            yield rt, primary
+def setup(servers: tuple[RawRecorder, RawRecorder],
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, RawRecorder]]:
+    primary, secondary = servers
+    document = wire_document(primary.url, secondary.url)
+    config = OpenApiConfig(id="wire", path="wire.yaml", fixed_params=PRESETS)
+    with generated_router(tmp_path_factory.mktemp("prop"), document, config=config) as rt:
+        yield rt, primary
 
 
 def _call(rt: Any, operation: str, arguments: dict[str, Any]) -> Any:
-    async def run() -> Any:
-        router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=CREDENTIALS)
-        try:
-            return await router.call_tool(f"openapi:wire:{operation}", arguments,
-                                          context=rt.InvocationContext(**FROZEN))
-        finally:
-            await router.aclose()
-
-    return asyncio.run(run())
+    return call_once(rt, f"openapi:wire:{operation}", arguments, CREDENTIALS)
 
 
 def _common(request: RawRequest, allowed_headers: set[str], allowed_cookies: set[str]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from compiler.codegen.router_serve import mcp_names, output_schema, tool_annotations
 from compiler.config import NamesConfig
 from compiler.ir import Annotations, HttpBinding, McpBinding, Tool
-from tests.router.test_support import catalog_from, load_router, make_build, write_router
+from tests.support.router import catalog_from, load_router, make_build, write_router
 
 
 def tool(tool_id: str, name: str, *, method: str | None = None, output: dict[str, Any] | None = None,

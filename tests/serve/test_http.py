@@ -17,14 +17,13 @@ from urllib.parse import quote
 import httpx2
 import pytest
 
-from tests.router.test_support import load_router
 from tests.servers.inprocess import free_port
 from tests.servers.real import require_everything
+from tests.support.loopback import Recorder, recording_api
+from tests.support.router import load_router
 from tests.support.serve import (
     API_KEY,
-    Recorder,
     audit_rows,
-    recording_api,
     serve_args,
     serve_env,
     serving_http,
@@ -212,7 +211,7 @@ async def test_calls_in_flight_are_bounded(tmp_path: Path) -> None:
     """`max_calls` caps the calls running at once across both ways in; the others wait their turn (in-process)."""
     import asyncio
 
-    from tests.router.test_support import make_build, probe_catalog, probe_server, write_router
+    from tests.support.router import make_build, probe_catalog, probe_server, write_router
 
     with load_router(write_router(make_build(probe_catalog()), tmp_path)):
         from toolc_router import MemoryAuditSink, Router
@@ -245,7 +244,7 @@ async def test_calls_in_flight_are_bounded(tmp_path: Path) -> None:
 
 
 async def test_a_call_the_audit_cannot_record_is_refused(tmp_path: Path) -> None:
-    from tests.router.test_support import make_build, probe_catalog, probe_server, write_router
+    from tests.support.router import make_build, probe_catalog, probe_server, write_router
 
     class Broken:
         def emit(self, event: Any) -> None:

@@ -18,12 +18,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.servers.real import HERE, require_everything
+from tests.support.loopback import Recorder, recording_api
 from tests.support.serve import (
     API_KEY,
     PRESETS,
-    Recorder,
     audit_rows,
-    recording_api,
     serve_args,
     serve_env,
     serving_http,

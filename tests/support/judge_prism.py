@@ -11,7 +11,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from tests.servers.inprocess import free_port
 from tests.servers.raw_http import RawRequest
+from tests.support.loopback import stop, wait_for_port
 from tests.support.paths import ROOT
 
 PRISM = ROOT / "tests" / "servers" / "node_modules" / "@stoplight" / "prism-cli" / "dist" / "index.js"
@@ -33,37 +34,18 @@ def prism_or_skip() -> Path:
     pytest.skip("Prism is not installed: npm ci --prefix tests/servers")
 
 
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.contextmanager
 def prism_mock(document: Path, log: Path) -> Iterator[int]:
     """`prism mock` on `document`, yielding its port once it answers; stopped (and waited for) afterwards."""
-    port = _free_port()
+    port = free_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(["node", str(prism_or_skip()), "mock", "-h", "127.0.0.1", "-p", str(port),
                                     str(document)], stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                if process.poll() is not None:
-                    raise AssertionError(f"prism exited: {log.read_text(errors='replace')[-2000:]}")
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"prism did not start: {log.read_text(errors='replace')[-2000:]}")
-                time.sleep(0.2)
+            wait_for_port(port, process, "prism mock", timeout_s=120, log=log)
             yield port
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 @dataclass

@@ -6,26 +6,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.router.test_e2e import Recorder
 from tests.servers.inprocess import free_port
 from tests.servers.real import EVERYTHING
 from tests.support.cli import run_toolc
+from tests.support.loopback import stop, wait_for_port
 from tests.support.paths import FIXTURES
 
 SPEC_HASH = "sha256:served"
@@ -65,20 +60,6 @@ def serve_args(project: Path, *extra: str) -> list[str]:
             *extra]
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Any) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                stderr = log.read().decode(errors="replace")
-                raise RuntimeError(f"toolc serve did not start: {stderr[-2000:]}") from None
-            time.sleep(0.05)
-
-
 @contextmanager
 def serving_http(project: Path, environ: dict[str, str], *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`toolc serve --transport http` on 127.0.0.1:<free port>; yields (base URL, process); stops it with SIGTERM."""
@@ -88,16 +69,10 @@ def serving_http(project: Path, environ: dict[str, str], *extra: str) -> Iterato
                                                             *extra)],
                                env=environ, stdout=subprocess.DEVNULL, stderr=log, cwd=project.parent)
     try:
-        wait_for_port(port, process, log)
+        wait_for_port(port, process, "toolc serve", log=log)
         yield f"http://127.0.0.1:{port}", process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process, timeout_s=30)
         log.close()
 
 
@@ -107,17 +82,3 @@ def audit_rows(project: Path, database: Path | None = None) -> list[tuple[str, s
         rows = connection.execute(
             "SELECT invocation_id, event_type, tool_id, payload FROM task_audits ORDER BY id").fetchall()
     return [(i, kind, tool, json.loads(payload)) for i, kind, tool, payload in rows]
-
-
-@contextmanager
-def recording_api() -> Iterator[str]:
-    """The loopback HTTP API behind the OpenAPI fixture; every raw request lands in `Recorder.requests`."""
-    Recorder.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()

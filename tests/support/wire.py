@@ -1,8 +1,10 @@
 """Shared helpers of the router wire tests: the wire fixture pointed at loopback servers, a generated router for an
-OpenAPI document (with its project-file settings), calls through it, and what the audit table recorded."""
+OpenAPI document (with its project-file settings), calls through it (`WireHarness`, `call_once`), and what the audit
+table recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import json
@@ -10,13 +12,15 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from compiler.config import OpenApiConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog
 from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
-from tests.router.test_support import FIXTURES, load_router, make_build, with_name_maps, write_router
+from tests.servers.raw_http import RawRecorder, RawRequest
+from tests.support.router import FIXTURES, load_router, make_build, with_name_maps, write_router
 
 WIRE = FIXTURES / "openapi" / "wire.yaml"
 API_KEY = "SECRET-KEY-1"
@@ -98,3 +102,64 @@ def assert_refused(sent: list[Any], database: Path, result: Any, *words: str) ->
     for word in words:
         assert word in (result.error or ""), result.error
     assert audited_as_refused(database, result)
+
+
+class WireHarness:
+    """One generated router with a fresh audit database, in front of two recording servers (`primary`, where the
+    document's servers point, and `secondary`): what a call sent, and the checks every attack test makes on it."""
+
+    def __init__(self, rt: Any, database: Path, servers: tuple[RawRecorder, RawRecorder], *, source: str,
+                 environ: dict[str, str], api_key: str, session: str) -> None:
+        self.rt, self.database, self.source = rt, database, source
+        self.primary, self.secondary = servers
+        self.api_key, self.session = api_key, session
+        self.router = rt.Router(audit_sink=rt.SqliteAuditSink(database), environ=environ)
+        self.context = rt.InvocationContext(**FROZEN)
+
+    def reset(self) -> None:
+        for server in (self.primary, self.secondary):
+            server.clear()
+            server.respond = None
+
+    async def call(self, operation: str, arguments: Any) -> Any:
+        self.reset()
+        result = await self.router.call_tool(f"openapi:{self.source}:{operation}", arguments, context=self.context)
+        self.router.audit.flush()
+        return result
+
+    @property
+    def sent(self) -> list[RawRequest]:
+        return self.primary.requests + self.secondary.requests
+
+    def refused(self, result: Any, *words: str) -> None:
+        """Nothing reached either server; the caller got an error (naming `words`); the audit shows no success."""
+        assert_refused(self.sent, self.database, result, *words)
+
+    def one(self, result: Any) -> RawRequest:
+        """Exactly one request went out, carrying each credential once with its value; the end is audited."""
+        assert not result.is_error, result.error
+        assert len(self.sent) == 1, [r.request_line for r in self.sent]
+        request = self.sent[0]
+        keys = [(k, unquote(v)) for k, v in request.query_pairs if unquote(k).lower() == "api_key"]
+        assert keys == [("api_key", self.api_key)]
+        assert [c for c in request.cookies if c[0].lower() == "sid"] == [("sid", self.session)]
+        kinds = [kind for kind, _ in audit_events(self.database, result.invocation_id)]
+        assert kinds == ["policy_decision", "tool_invocation_start", "tool_invocation_end"]
+        return request
+
+    async def aclose(self) -> None:
+        self.reset()
+        await self.router.aclose()
+        self.router.audit.close()
+
+
+def call_once(rt: Any, tool_id: str, arguments: Any, environ: dict[str, str]) -> Any:
+    """One call through a fresh router with an in-memory audit, from synchronous code (the property tests)."""
+    async def run() -> Any:
+        router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=environ)
+        try:
+            return await router.call_tool(tool_id, arguments, context=rt.InvocationContext(**FROZEN))
+        finally:
+            await router.aclose()
+
+    return asyncio.run(run())

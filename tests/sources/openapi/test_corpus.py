@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from compiler.diagnostics import Diagnostics, Severity
 from compiler.ir import HttpBinding, Source, Tool
 from compiler.sources.openapi import read_openapi
-from tests.sources.openapi.test_helpers import (
+from tests.support.openapi import (
     CORPUS,
     compile_file,
     count_operations,

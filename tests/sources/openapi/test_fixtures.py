@@ -12,7 +12,7 @@ from compiler.diagnostics import Diagnostics, Severity
 from compiler.ir import HttpArgument, HttpBinding, RiskLevel, SecurityScheme, Tool
 from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
-from tests.sources.openapi.test_helpers import FIXTURES, compile_file, dangling_refs, dialect_leftovers
+from tests.support.openapi import FIXTURES, compile_file, dangling_refs, dialect_leftovers
 
 
 def _tools(name: str, **kwargs: Any) -> tuple[dict[str, Tool], Any, Diagnostics]:

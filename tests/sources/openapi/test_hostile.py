@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from compiler.diagnostics import Diagnostics, Severity
 from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
-from tests.sources.openapi.test_helpers import (
+from tests.support.openapi import (
     CORPUS,
     FIXTURES,
     compile_file,
