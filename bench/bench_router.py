@@ -43,14 +43,8 @@ from compiler.ir import Catalog  # noqa: E402
 from compiler.loading import load_document  # noqa: E402
 from compiler.sources.openapi import read_openapi  # noqa: E402
 from tests.support.loopback import KeepAliveHandler, loopback_http  # noqa: E402
-from tests.support.router import (  # noqa: E402
-    FIXTURES,
-    load_router,
-    make_build,
-    probe_catalog,
-    probe_server,
-    write_router,
-)
+from tests.support.paths import FIXTURES  # noqa: E402
+from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router  # noqa: E402
 
 USERS = OpenApiConfig(id="users", path="fixtures/guard/users.yaml", base_url="${USERS_URL}")
 CONTEXT = {"mode": "execution", "project_id": "bench", "spec_frozen": True, "spec_hash": "h"}

@@ -17,7 +17,8 @@ from compiler.providers import codes
 from compiler.providers.lower import TargetResult, lower_target
 from compiler.providers.validate import validate
 from compiler.refs import RefResolver
-from tests.support.providers import FIXTURES, ROOT, TARGETS
+from tests.support.paths import FIXTURES, ROOT
+from tests.support.providers import TARGETS
 
 _EXAMPLES = sorted(p for p in (FIXTURES / "corpus" / "oai-examples").rglob("*")
                    if p.suffix in {".json", ".yaml", ".yml"} and "fail" not in p.parts)

@@ -14,7 +14,8 @@ from compiler.config import Config
 from compiler.pipeline import adhoc_inputs, compile_project
 from compiler.providers import codes
 from compiler.providers.validate import validate
-from tests.support.providers import FIXTURES, ROOT, TARGETS
+from tests.support.paths import FIXTURES, ROOT
+from tests.support.providers import TARGETS
 
 MCP = sorted((FIXTURES / "mcp").glob("*.json"))
 HOSTILE = FIXTURES / "providers" / "hostile-listing.json"

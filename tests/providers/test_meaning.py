@@ -18,7 +18,8 @@ from compiler.providers import codes
 from compiler.providers.lower import TargetResult
 from compiler.providers.namemap import UnknownToolName, arguments_to_wire
 from compiler.sources.recording import read_recording
-from tests.support.providers import FIXTURES, catalog_of, config, lower, make_tool, parameters_of
+from tests.support.paths import FIXTURES
+from tests.support.providers import catalog_of, config, lower, make_tool, parameters_of
 
 NO_MEANING = {codes.DROPPED}  # annotations only ($schema, examples, x-*): no instance changes verdict
 EDGE = sorted((FIXTURES / "providers" / "edge").glob("*.json"))

@@ -12,7 +12,8 @@ import pytest
 
 from compiler.providers.validate import validate
 from compiler.refs import PointerError
-from tests.support.providers import FIXTURES, config, lower_one, parameters_of, resolve
+from tests.support.paths import FIXTURES
+from tests.support.providers import config, lower_one, parameters_of, resolve
 
 
 def _types_lower(value: Any, pointer: str) -> Any:

@@ -14,7 +14,7 @@ import pytest
 
 from compiler.config import Config
 from compiler.pipeline import adhoc_inputs, compile_project
-from tests.support.providers import FIXTURES, ROOT
+from tests.support.paths import FIXTURES, ROOT
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
 

@@ -15,7 +15,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from compiler.diagnostics import Diagnostics
 from compiler.sources.recording import read_recording
-from tests.support.providers import FIXTURES, TARGETS, catalog_of, config, lower, make_tool
+from tests.support.paths import FIXTURES
+from tests.support.providers import TARGETS, catalog_of, config, lower, make_tool
 from tests.support.snapshots import JSONPerParamExtension
 
 LISTINGS = sorted((FIXTURES / "mcp").glob("*.json"))

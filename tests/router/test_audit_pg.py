@@ -23,8 +23,9 @@ import pytest
 
 from compiler.codegen.router import generate_router
 from compiler.config import AuditConfig
+from tests.support.paths import ROOT
 from tests.support.pg_server import PASSWORD, PgServer, free_port, postgres_server
-from tests.support.router import ROOT, load_router, make_build, probe_catalog, probe_server, write_router
+from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 psycopg = pytest.importorskip("psycopg")
 

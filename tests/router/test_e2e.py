@@ -15,15 +15,8 @@ import pytest
 
 from compiler.config import OpenApiConfig, ServerConfig
 from tests.support.loopback import Recorder, recording_api
-from tests.support.router import (
-    ROOT,
-    TIME_SERVER,
-    catalog_from,
-    load_router,
-    make_build,
-    name_map,
-    write_router,
-)
+from tests.support.paths import ROOT
+from tests.support.router import TIME_SERVER, catalog_from, load_router, make_build, name_map, write_router
 
 EVERYTHING = ROOT / "tests" / "servers" / "node_modules" / "@modelcontextprotocol" / "server-everything"
 EVERYTHING_SERVER = ServerConfig(id="server-everything", command=("node", str(EVERYTHING / "dist" / "index.js")),

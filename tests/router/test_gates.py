@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
+from tests.support.router import (
+    BrokenAuditSink,
+    load_router,
+    make_build,
+    probe_catalog,
+    probe_server,
+    write_router,
+)
 
 TOKEN = "correct horse battery staple"
 
@@ -194,17 +201,7 @@ async def test_fail_closed(rt: Any, router: Any) -> None:
 
 
 async def test_audit_failure_refuses_the_call(rt: Any) -> None:
-    class Broken:
-        def emit(self, event: Any) -> None:
-            raise OSError("disk full")
-
-        def flush(self) -> None:
-            return None
-
-        def close(self) -> None:
-            return None
-
-    router = rt.Router(audit_sink=Broken())
+    router = rt.Router(audit_sink=BrokenAuditSink())
     calls: list[str] = []
     router.set_server_factory("probe", lambda: calls.append("connected") or probe_server())
     result = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=ctx(rt))

@@ -28,7 +28,8 @@ from compiler.sources.mcp_transport import StderrTail
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 from tests.support.loopback import QuietHandler, loopback_http
-from tests.support.router import FIXTURES, ROOT, load_router, make_build, with_name_maps, write_router
+from tests.support.paths import FIXTURES, ROOT
+from tests.support.router import load_router, make_build, with_name_maps, write_router
 
 USERS_API = OpenApiConfig(id="users", path="fixtures/guard/users.yaml", base_url="${USERS_URL}")
 KEY = "sk-live-4f9a2c7e1b"

@@ -26,16 +26,9 @@ from compiler.pipeline import compile_project
 from compiler.providers.emit import emit_providers
 from compiler.providers.namemap import arguments_to_wire
 from compiler.refs import RefResolver, unescape_token
-from tests.support.providers import FIXTURES, catalog_of, make_tool, parameters_of
-from tests.support.router import (
-    ROOT,
-    catalog_from,
-    load_router,
-    make_build,
-    name_map,
-    with_name_maps,
-    write_router,
-)
+from tests.support.paths import FIXTURES, ROOT
+from tests.support.providers import catalog_of, make_tool, parameters_of
+from tests.support.router import catalog_from, load_router, make_build, name_map, with_name_maps, write_router
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 NOWHERE = Path("/nonexistent-toolc-out")  # no previous output: nothing `# toolc: keep` could carry over

@@ -34,7 +34,8 @@ from compiler.loading import load_document
 from compiler.policy import is_selected
 from compiler.sources.recording import read_recording
 from tests.servers.raw_http import RawRecorder, RawRequest
-from tests.support.router import FIXTURES, load_router, make_build, write_router
+from tests.support.paths import FIXTURES
+from tests.support.router import load_router, make_build, write_router
 from tests.support.wire import WireHarness, audit_events, call_once, generated_router
 
 DOCUMENT = FIXTURES / "redteam" / "redteam.yaml"

@@ -16,7 +16,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
+from tests.support.router import (
+    BrokenAuditSink,
+    load_router,
+    make_build,
+    probe_catalog,
+    probe_server,
+    write_router,
+)
 
 SECRET = "s3cret-admin-token-77f1"
 
@@ -116,17 +123,7 @@ async def test_a_denied_call_is_an_error_span_naming_its_gate(rt: Any, exporter:
 
 async def test_an_audit_refusal_is_an_error_span_with_gate_audit(rt: Any, exporter: InMemorySpanExporter,
                                                                  tmp_path: Path) -> None:
-    class Broken:
-        def emit(self, event: Any) -> None:
-            raise RuntimeError("disk full")
-
-        def flush(self) -> None:
-            return None
-
-        def close(self) -> None:
-            return None
-
-    routed = rt.Router(audit_sink=Broken())
+    routed = rt.Router(audit_sink=BrokenAuditSink(RuntimeError("disk full")))
     result = await routed.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
     assert result.denied_by == "audit"
     (span,) = tool_spans(exporter)

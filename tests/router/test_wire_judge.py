@@ -34,7 +34,8 @@ from tests.servers.raw_http import RawRecorder, RawRequest, raw_http_server
 from tests.support.judge_control import compare
 from tests.support.judge_examples import arguments_for, required_only
 from tests.support.judge_prism import Verdict, prism_mock, prism_or_skip, replay
-from tests.support.router import FIXTURES, load_router, make_build, write_router
+from tests.support.paths import FIXTURES
+from tests.support.router import load_router, make_build, write_router
 
 OAI = FIXTURES / "corpus" / "oai-examples"
 DOCUMENTS = {

@@ -20,7 +20,14 @@ import pytest
 from tests.servers.inprocess import free_port
 from tests.servers.real import require_everything
 from tests.support.loopback import Recorder, recording_api
-from tests.support.router import load_router
+from tests.support.router import (
+    BrokenAuditSink,
+    load_router,
+    make_build,
+    probe_catalog,
+    probe_server,
+    write_router,
+)
 from tests.support.serve import (
     API_KEY,
     audit_rows,
@@ -211,8 +218,6 @@ async def test_calls_in_flight_are_bounded(tmp_path: Path) -> None:
     """`max_calls` caps the calls running at once across both ways in; the others wait their turn (in-process)."""
     import asyncio
 
-    from tests.support.router import make_build, probe_catalog, probe_server, write_router
-
     with load_router(write_router(make_build(probe_catalog()), tmp_path)):
         from toolc_router import MemoryAuditSink, Router
         from toolc_router.serve_http import create_app
@@ -244,23 +249,11 @@ async def test_calls_in_flight_are_bounded(tmp_path: Path) -> None:
 
 
 async def test_a_call_the_audit_cannot_record_is_refused(tmp_path: Path) -> None:
-    from tests.support.router import make_build, probe_catalog, probe_server, write_router
-
-    class Broken:
-        def emit(self, event: Any) -> None:
-            raise OSError("disk full")
-
-        def flush(self) -> None:
-            return None
-
-        def close(self) -> None:
-            return None
-
     with load_router(write_router(make_build(probe_catalog()), tmp_path)):
         from toolc_router import Router
         from toolc_router.serve_http import create_app
 
-        router = Router(audit_sink=Broken(), environ={})
+        router = Router(audit_sink=BrokenAuditSink(), environ={})
         called: list[str] = []
         server = probe_server()
         router.set_server_factory("probe", lambda: called.append("connect") or server)

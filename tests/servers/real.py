@@ -13,14 +13,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from tests.servers.inprocess import free_port
 from tests.support.loopback import stop, wait_for_port
+from tests.support.paths import SERVERS
 
-HERE = Path(__file__).parent
+HERE = SERVERS
 EVERYTHING = HERE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 LOCALHOST_ONLY = HERE / "localhost_only.cjs"
 INSTALL = "npm ci --prefix tests/servers"

@@ -11,7 +11,6 @@ from compiler.providers.lower import TargetResult, lower_target
 from compiler.refs import RefResolver
 from tests.support.paths import ROOT
 
-FIXTURES = ROOT / "fixtures"
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
 

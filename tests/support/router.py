@@ -19,9 +19,8 @@ from compiler.ir import Catalog, Source, Tool
 from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
-from tests.support.paths import ROOT
+from tests.support.paths import FIXTURES, ROOT
 
-FIXTURES = ROOT / "fixtures"
 DEFAULT_RECORDINGS = tuple(sorted(p.stem for p in (FIXTURES / "mcp").glob("*.json")))
 
 
@@ -143,3 +142,19 @@ def probe_tools(server: str = "probe") -> list[Tool]:
 
 def probe_catalog() -> Catalog:
     return Catalog(sources=(Source(id="probe", kind="mcp", location="probe"),), tools=tuple(probe_tools()))
+
+
+class BrokenAuditSink:
+    """An audit sink whose every write fails (a full disk): the router must refuse the call, fail closed."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error if error is not None else OSError("disk full")
+
+    def emit(self, event: Any) -> None:
+        raise self.error
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

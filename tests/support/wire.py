@@ -20,7 +20,8 @@ from compiler.ir import Catalog
 from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from tests.servers.raw_http import RawRecorder, RawRequest
-from tests.support.router import FIXTURES, load_router, make_build, with_name_maps, write_router
+from tests.support.paths import FIXTURES
+from tests.support.router import load_router, make_build, with_name_maps, write_router
 
 WIRE = FIXTURES / "openapi" / "wire.yaml"
 API_KEY = "SECRET-KEY-1"
