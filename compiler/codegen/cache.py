@@ -25,6 +25,7 @@ import orjson
 
 from compiler.build import Build, CodegenRecord
 from compiler.codegen.env import templates_dir
+from compiler.codegen.router import static_files
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.serialize import canonical_json, catalog_to_json, compact_json
 
@@ -48,6 +49,8 @@ def generator_identity() -> str:
     for root, pattern in ((code, "*.py"), (templates, "**/*.jinja")):
         for path in sorted(root.glob(pattern)):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in static_files().items():  # copied verbatim into the router, some from outside codegen/
+        digest.update(f"router/{name}".encode() + b"\0" + path.read_bytes() + b"\0")
     for library in _LIBRARIES:
         digest.update(f"{library}=={metadata.version(library)}\0".encode())
     return digest.hexdigest()

@@ -1,24 +1,27 @@
 """The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
 
-The package's modules are templates under `templates/router/`; only `_tables.py` carries project data (tools,
-servers, HTTP APIs, policy, provider name maps), written as Python literals. `stubs.py` is the runtime support
-of the typed stubs (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input
-schemas the router validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run
-time, `requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code
-imports the `mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never
-`compiler`. See `router_tables`, `router_names` and `router_guard` for what is baked and
-its diagnostics.
+Only `_tables.py` carries project data (project name, tools, servers, HTTP APIs, policy, provider name maps,
+targets, audit DSN), rendered from `templates/router/_tables.py.jinja` as Python literals. Every other module is
+the same for every project: real Python files under `templates/router/static/`, linted, formatted and
+type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
+compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
+(`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input schemas the router
+validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run time,
+`requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code imports the
+`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never `compiler`. See
+`router_tables`, `router_names` and `router_guard` for what is baked and its diagnostics.
 """
-
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import jinja2
 import orjson
 
 from compiler.build import Build
-from compiler.codegen.env import render
+from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
@@ -40,31 +43,18 @@ from compiler.serialize import compact_json
 PACKAGE = "toolc_router"
 RENDER_FAILED = "TC636"
 
-MODULES = (
-    "__init__.py",
-    "_env.py",
-    "_tables.py",
-    "_types.py",
-    "audit.py",
-    "audit_pg.py",
-    "discovery.py",
-    "http_dispatch.py",
-    "mcp_dispatch.py",
-    "policy.py",
-    "providers.py",
-    "redact.py",
-    "router.py",
-    "serve.py",
-    "serve_catalog.py",
-    "serve_http.py",
-    "serve_mcp.py",
-    "stubs.py",
-    "telemetry.py",
-    "validate.py",
-    "wire.py",
-    "requirements.txt",
-    "requirements-postgres.txt",
-)
+TEMPLATE = "router/_tables.py.jinja"
+# Files in `templates/router/static/` that are not copied: typed stand-ins for generated modules (mypy only) and
+# the folder's ruff settings.
+_NOT_COPIED = (".pyi", ".toml")
+
+
+def static_files() -> dict[str, Path]:
+    """Module name → the repository file copied verbatim into every generated router, sorted by name."""
+    folder = templates_dir() / "router" / "static"
+    files = {path.name: path for path in folder.iterdir() if path.is_file() and path.suffix not in _NOT_COPIED}
+    files["shapes.py"] = Path(str(resources.files("compiler.providers") / "shapes.py"))
+    return dict(sorted(files.items()))
 
 
 def router_context(build: Build) -> dict[str, object]:
@@ -91,9 +81,6 @@ def router_context(build: Build) -> dict[str, object]:
         "apis": apis,
         "tools": rows,
         "name_maps": maps,
-        "tool_count": len(rows),
-        "server_count": len({row["source"] for row in rows if row["mcp_tool"] is not None}),
-        "api_count": len(apis),
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
@@ -104,15 +91,14 @@ def router_context(build: Build) -> dict[str, object]:
 def generate_router(build: Build) -> dict[str, bytes]:
     """`{"toolc_router/<module>": source}`; a template failure is a TC636 error and no router is emitted."""
     context = router_context(build)
-    files: dict[str, bytes] = {}
-    for module in MODULES:
-        try:
-            source = render(f"router/{module}.jinja", **context)
-        except jinja2.TemplateError as exc:
-            build.diagnostics.error(RENDER_FAILED, f"cannot render the router's {module}: {exc}",
-                                    source=f"templates/router/{module}.jinja")
-            return {}
-        files[f"{PACKAGE}/{module}"] = source.encode()
+    try:
+        tables = render(TEMPLATE, **context)
+    except jinja2.TemplateError as exc:
+        build.diagnostics.error(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
+                                source=f"templates/{TEMPLATE}")
+        return {}
+    files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
+    files[f"{PACKAGE}/_tables.py"] = tables.encode()
     files[f"{PACKAGE}/py.typed"] = b""
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)

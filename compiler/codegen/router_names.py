@@ -3,7 +3,7 @@
 Read from `build.providers[target].names`, the name map `compiler.providers` writes to
 `schemas/<target>.names.json` (format 1, documented in `compiler.providers.namemap`). Per target the router keeps,
 for each provider tool name, the tool id and that entry's `arguments` shape and `defs` unchanged: the generated
-`providers.rewrite` applies them exactly as `namemap.arguments_to_wire` does. `strict` is not baked (the shape
+`shapes.rewrite` applies them, the same function `namemap.arguments_to_wire` runs. `strict` is not baked (the shape
 already says which nulls to drop).
 
 Without name maps (no targets compiled) each tool's own name routes to it when no other tool shares it; tool ids

@@ -19,7 +19,7 @@ Layout (under `python/` in the output folder, next to the router's `toolc_router
     <package>/py.typed
 
 The argument building and result checking the stubs share is one module of the router package,
-`toolc_router/stubs.py` (rendered by `codegen.router`), not a copy per source package. tools.py imports it as
+`toolc_router/stubs.py` (copied by `codegen.router`), not a copy per source package. tools.py imports it as
 `_support` (the name `# toolc: keep` functions from older versions already use) and imports
 `InvocationContext`/`ToolResult` from it at run time, not under `if TYPE_CHECKING:`: that block can hold
 third-party imports from the models (pydantic), and ruff's isort would then order it differently depending on

@@ -33,7 +33,7 @@ optional; an absent key means "nothing to do":
       "json": true                                   # the value is a JSON-encoded string: decode it (TC423)
     }
 
-Applying a shape S to a value V (this is what `arguments_to_wire` does, and what generated routers redo):
+Applying a shape S to a value V (`shapes.rewrite`: `arguments_to_wire` here, and generated routers, run it):
 1. if S has "ref", continue with defs[S.ref] (after this, S has no "ref");
 2. if V is an object: for each key K with value X, in order: if X is null and K in S.optional, drop K;
    else output key S.rename.get(K, K) with X rewritten by S.properties[K] when present;
@@ -50,13 +50,13 @@ Steps 2-5 apply to the value produced so far; a shape that is `{}` leaves the va
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from compiler.ir import JsonObject
 from compiler.providers.base import MARK_OPTIONAL
 from compiler.providers.dialect import Lowered
+from compiler.providers.shapes import rewrite
 from compiler.providers.transforms import MARK_ENTRIES, MARK_JSON, MARKERS
 from compiler.schema import IdentityMemo, map_subschemas
 
@@ -200,53 +200,6 @@ def _prune_refs(shape: Any, acting: set[str]) -> None:
                 del shape[key]
 
 
-
-
-def _apply(value: Any, shape: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
-    if "ref" in shape:
-        shape = defs.get(shape["ref"], {})
-    if isinstance(value, dict):
-        optional = set(shape.get("optional", ()))
-        rename = shape.get("rename", {})
-        properties = shape.get("properties", {})
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if item is None and key in optional:
-                continue
-            out[rename.get(key, key)] = _apply(item, properties[key], defs) if key in properties else item
-        value = out
-    elif isinstance(value, list) and "items" in shape:
-        value = [_apply(item, shape["items"], defs) for item in value]
-    value = _restore(value, shape, defs)
-    for branch in shape.get("anyOf", ()):
-        if _fits(value, defs.get(branch["ref"], {}) if "ref" in branch else branch):
-            return _apply(value, branch, defs)
-    return value
-
-
-def _restore(value: Any, shape: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
-    """Undo the strict transforms: `{key, value}` entries back into an object, a JSON string back into its value."""
-    if "entries" in shape and isinstance(value, list) \
-            and all(isinstance(item, dict) and set(item) == {"key", "value"} for item in value):
-        return {str(item["key"]): _apply(item["value"], shape["entries"], defs) for item in value}
-    if shape.get("json") and isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _fits(value: Any, branch: Mapping[str, Any]) -> bool:
-    if "keys" in branch:
-        return isinstance(value, dict) and set(value) <= set(branch["keys"])
-    if "items" in branch or "entries" in branch:
-        return isinstance(value, list)
-    if branch.get("json"):
-        return isinstance(value, str)
-    return True
-
-
 def arguments_to_wire(target: str, provider_tool_name: str, arguments: Mapping[str, Any],
                       name_map: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """Route a provider's tool call back: (tool id, the arguments as the tool's own schema names them).
@@ -258,5 +211,5 @@ def arguments_to_wire(target: str, provider_tool_name: str, arguments: Mapping[s
     if entry is None:
         raise UnknownToolName(provider_tool_name)
     shape = entry.get("arguments")
-    wire = _apply(dict(arguments), shape, entry.get("defs", {})) if shape else dict(arguments)
+    wire = rewrite(dict(arguments), shape, entry.get("defs", {})) if shape else dict(arguments)
     return entry["tool"], wire

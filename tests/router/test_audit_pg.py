@@ -291,8 +291,8 @@ async def test_dsn_from_the_project_file_or_the_environment(pg: PgServer, databa
     build = make_build(probe_catalog())
     build.config = build.config.model_copy(update={"audit": AuditConfig(dsn="${FLEET_AUDIT_DSN}")})
     folder = write_router(build, tmp_path / "gen")
-    assert "CONFIGURED_DSN: Final[str | None] = '${FLEET_AUDIT_DSN}'" in (
-        folder / "toolc_router" / "audit_pg.py").read_text()
+    assert "AUDIT_DSN: Final[str | None] = '${FLEET_AUDIT_DSN}'" in (
+        folder / "toolc_router" / "_tables.py").read_text()
     with load_router(folder) as rt:
         server = probe_server()
         router = rt.Router(environ={"FLEET_AUDIT_DSN": database})
@@ -322,7 +322,7 @@ def test_a_literal_password_in_the_project_file_is_refused_and_never_baked() -> 
     assert [d.code for d in build.diagnostics if d.code.startswith("TC67")] == ["TC670"]
     assert [d.pointer for d in build.diagnostics if d.code == "TC670"] == ["/audit/dsn"]
     assert not any(b"hunter2-literal" in content for content in files.values())
-    assert b"CONFIGURED_DSN: Final[str | None] = None" in files["toolc_router/audit_pg.py"]
+    assert b"AUDIT_DSN: Final[str | None] = None" in files["toolc_router/_tables.py"]
 
 
 async def test_an_end_event_is_not_waited_for_but_its_loss_is_logged(rt: Any,

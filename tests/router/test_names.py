@@ -204,7 +204,9 @@ def provider_arguments(schema: Any) -> st.SearchStrategy[dict[str, Any]]:
 def assert_same(project: Project, target: str, name: str, arguments: dict[str, Any]) -> None:
     expected = arguments_to_wire(target, name, copy.deepcopy(arguments),
                                  project.build.providers[target].names)
-    got = project.providers.arguments_to_wire(target, name, copy.deepcopy(arguments))
+    entry = project.providers.resolve(target, name)
+    assert entry is not None, (target, name)
+    got = (entry.tool_id, project.providers.to_tool_arguments(entry, copy.deepcopy(arguments)))
     # repr: same keys in the same order, and True stays True (True == 1 for ==).
     assert repr(got) == repr(expected), (target, name, arguments)
 
@@ -250,10 +252,11 @@ def check_calls(project: Project, target: str, name: str, calls: st.SearchStrate
 
 def test_unknown_names_are_refused_and_tool_ids_pass_through(projects: dict[str, Project]) -> None:
     providers = projects["default"].providers
-    with pytest.raises(LookupError):
-        providers.arguments_to_wire("openai-chat", "no_such_tool", {})
+    assert providers.resolve("openai-chat", "no_such_tool") is None
     tool_id = "mcp:time:get_current_time"
-    assert providers.arguments_to_wire("openai-chat", tool_id, {"timezone": None}) == (tool_id, {"timezone": None})
+    entry = providers.resolve("openai-chat", tool_id)
+    assert entry is not None and entry.tool_id == tool_id
+    assert providers.to_tool_arguments(entry, {"timezone": None}) == {"timezone": None}
 
 
 # (c) End to end: a model's call in each provider's format reaches an in-process MCP server in wire form ------

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.build import Build
-from compiler.codegen.env import render
+from compiler.codegen.router import static_files
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog
@@ -78,7 +78,7 @@ def router_files(build: Build) -> dict[str, bytes]:
         files = {}
     if "toolc_router/__init__.py" in files:
         return files
-    return {"toolc_router/__init__.py": _SHIM.encode(), "toolc_router/stubs.py": render("router/stubs.py.jinja").encode(),
+    return {"toolc_router/__init__.py": _SHIM.encode(), "toolc_router/stubs.py": static_files()["stubs.py"].read_bytes(),
             "toolc_router/py.typed": b""}
 
 

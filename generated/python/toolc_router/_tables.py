@@ -37,6 +37,20 @@ SECRET_ENV: Final[tuple[str, ...]] = (
 )
 """Environment variables holding secrets: their values are redacted from errors and audit rows."""
 
+PROJECT: Final[str] = "toolc default project"
+"""The project's name: the MCP server name `serve` announces."""
+
+TARGETS: Final[tuple[str, ...]] = (
+    "anthropic",
+    "gemini",
+    "openai-chat",
+    "openai-responses",
+)
+"""The provider targets compiled (sorted: the order provider names are looked up in)."""
+
+AUDIT_DSN: Final[str | None] = None
+"""`audit.dsn` from the project file, `${ENV}` references unexpanded (TOOLC_AUDIT_DSN overrides it)."""
+
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(
         id="everything",

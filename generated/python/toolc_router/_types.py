@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .shapes import Shape
+
 LOW = 0
 MEDIUM = 1
 HIGH = 2
@@ -109,12 +111,6 @@ class PolicySpec:
     admin_min_risk: int | None = CRITICAL
     max_concurrency: int = 10
     audit_db: str = "toolc_audit.sqlite3"
-
-
-Shape = Mapping[str, Any]
-"""How to rewrite one value a model produced into the value the tool expects: the compiler's name-map shape
-(keys `rename`, `optional`, `properties`, `items`, `anyOf`, `keys`, `ref`, `entries`, `json`; see
-`providers.rewrite`)."""
 
 
 @dataclass(frozen=True, slots=True)

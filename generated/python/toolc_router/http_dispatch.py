@@ -52,11 +52,10 @@ class HttpDispatcher:
         self._semaphores: dict[str, asyncio.Semaphore] = {}
 
     def request_for(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> HttpRequest:
-        if tool.http is None:
-            raise RouterError(f"{tool.id} is not an HTTP operation")
-        api = self._apis.get(tool.source)
-        if api is None:
-            raise RouterError(f"no HTTP API {tool.source!r} is configured")
+        # Only `Router._dispatch` calls here, for a tool with an HTTP binding, whose source `_tables` always
+        # lists among the HTTP APIs.
+        assert tool.http is not None
+        api = self._apis[tool.source]
         base_url = expand(tool.http.base_url or api.base_url, self._environ)
         if not base_url:
             raise RouterError(f"HTTP API {api.id!r} has no base URL")

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import discovery
 from ._tables import NAME_MAPS, TOOLS
-from ._types import InvocationContext, NameEntry, Shape, ToolResult
+from ._types import InvocationContext, NameEntry, ToolResult
+from .shapes import rewrite
 from .validate import MAX_DEPTH, json_problem
 
 if TYPE_CHECKING:
@@ -75,64 +76,6 @@ def resolve(target: str, provider_name: str) -> NameEntry | None:
     return None
 
 
-def rewrite(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
-    """`value` (as the model produced it) rewritten by `shape`; the same steps as the compiler's `arguments_to_wire`."""
-    if "ref" in shape:
-        shape = defs.get(shape["ref"], {})
-    if isinstance(value, dict):
-        optional = shape.get("optional", ())
-        rename = shape.get("rename", {})
-        properties = shape.get("properties", {})
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if item is None and key in optional:
-                continue  # strict mode made this optional key required but nullable: null means "not given"
-            out[rename.get(key, key)] = (
-                rewrite(item, properties[key], defs) if key in properties else item
-            )
-        value = out
-    elif isinstance(value, list) and "items" in shape:
-        value = [rewrite(item, shape["items"], defs) for item in value]
-    value = _restore(value, shape, defs)
-    # A union: the first alternative the (already rewritten) value fits says how to rewrite inside it.
-    for branch in shape.get("anyOf", ()):
-        if _fits(value, defs.get(branch["ref"], {}) if "ref" in branch else branch):
-            return rewrite(value, branch, defs)
-    return value
-
-
-def _restore(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
-    """Undo OpenAI strict's reversible transforms: a map sent as `{key, value}` entries becomes the object again,
-    a JSON-encoded string the value it encodes (a string that is not JSON is left for validation to refuse)."""
-    if (
-        "entries" in shape
-        and isinstance(value, list)
-        and all(
-            isinstance(item, dict) and set(item) == {"key", "value"} for item in value
-        )
-    ):
-        return {
-            str(item["key"]): rewrite(item["value"], shape["entries"], defs)
-            for item in value
-        }
-    if shape.get("json") and isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _fits(value: Any, branch: Shape) -> bool:
-    if "keys" in branch:
-        return isinstance(value, dict) and set(value) <= set(branch["keys"])
-    if "items" in branch or "entries" in branch:
-        return isinstance(value, list)
-    if branch.get("json"):
-        return isinstance(value, str)
-    return True
-
-
 def to_tool_arguments(entry: NameEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
     if not entry.arguments:
         return dict(arguments)
@@ -140,17 +83,6 @@ def to_tool_arguments(entry: NameEntry, arguments: Mapping[str, Any]) -> dict[st
         dict(arguments), entry.arguments, entry.defs
     )  # an object stays an object
     return wire
-
-
-def arguments_to_wire(
-    target: str, provider_name: str, arguments: Mapping[str, Any]
-) -> tuple[str, dict[str, Any]]:
-    """(tool id, arguments as the tool's own schema names them) for a provider's tool call; LookupError when the
-    name is neither in the target's name map nor a tool id."""
-    entry = resolve(target, provider_name)
-    if entry is None:
-        raise LookupError(f"no tool is called {provider_name!r} for {target}")
-    return entry.tool_id, to_tool_arguments(entry, arguments)
 
 
 def parse_openai(tool_call: Any) -> tuple[str, str, Any, str | None]:

@@ -378,14 +378,15 @@ class Router:
     async def _dispatch(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         self._bind_loop()
         if tool.http is not None:
-            api = HTTP_APIS.get(tool.source)
-            if (
-                api is not None
-            ):  # a credential with a line break is refused here, before anything is sent
-                check_environment((api.base_url, *api.auth.values()), self._environ)
+            api = HTTP_APIS[
+                tool.source
+            ]  # `_tables` lists the source of every HTTP tool
+            # A credential with a line break is refused here, before anything is sent.
+            check_environment((api.base_url, *api.auth.values()), self._environ)
             return await self._http.call(tool, arguments)
-        if tool.mcp_tool is None:
-            raise RouterError(f"{tool.id} has no binding")
+        assert (
+            tool.mcp_tool is not None
+        )  # `_tables` gives every tool an HTTP or an MCP binding
         server = SERVERS.get(tool.source)
         if server is not None and tool.source not in self._factories:
             check_environment(

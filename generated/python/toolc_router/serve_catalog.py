@@ -20,22 +20,15 @@ import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from mcp import types
 
-from ._tables import NAME_MAPS, TOOLS
+from ._tables import NAME_MAPS, TARGETS, TOOLS
 from .validate import SCHEMAS_FILE, index_schemas
 
 SERVE_FILE = Path(__file__).with_name("_serve.json")
 SCHEMAS_DIR_ENV = "TOOLC_SCHEMAS_DIR"
-TARGETS: Final[tuple[str, ...]] = (
-    "anthropic",
-    "gemini",
-    "openai-chat",
-    "openai-responses",
-)
-"""The provider targets this project was compiled for (sorted: the order provider names are looked up in)."""
 PAGE_SIZE = 100
 _HEADER = '{"format":1,'
 _KEY = json.JSONDecoder()

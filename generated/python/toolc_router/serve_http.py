@@ -53,9 +53,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import providers
+from ._tables import TARGETS
 from ._types import InvocationContext, RouterError, ToolResult
 from .router import Router
-from .serve_catalog import TARGETS, ServedCatalog
+from .serve_catalog import ServedCatalog
 from .serve_mcp import MAX_CALLS, call_result, mcp_server
 
 TOKEN_ENV = "TOOLC_SERVE_TOKEN"

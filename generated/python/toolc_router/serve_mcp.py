@@ -22,15 +22,15 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from ._tables import PROJECT
 from ._types import InvocationContext, ToolResult
 from .router import Router
 from .serve_catalog import ServedCatalog, UnknownCursor
 
 logger = logging.getLogger(__name__)
-SERVER_NAME = "toolc default project"
 INSTRUCTIONS = (
     "Tools of the toolc project "
-    + SERVER_NAME
+    + PROJECT
     + ". Every call goes through a policy-checked router: a refused "
     "call comes back as an error result that says which gate refused it and why."
 )
@@ -92,7 +92,7 @@ def mcp_server(
         return call_result(result)
 
     return Server(
-        SERVER_NAME,
+        PROJECT,
         version="1",
         instructions=INSTRUCTIONS,
         get_tool_input_schema=served.input_schema,

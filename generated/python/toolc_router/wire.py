@@ -545,11 +545,9 @@ def build_request(
     given: list[tuple[HttpArg, Any]] = [
         (arg, arguments[arg.name]) for arg in spec.arguments if arg.name in arguments
     ]
+    # Presets come resolved by location (one of LOCATIONS) and wire name: the compiler turned flat and layered
+    # ones into this form and refused the rest (TC312/TC316/TC317).
     for location, values in presets.items():
-        if location not in LOCATIONS:
-            raise RouterError(
-                f"preset location {location!r} is not one of {', '.join(LOCATIONS)}"
-            )
         for wire_name, value in values.items():
             known = next(
                 (

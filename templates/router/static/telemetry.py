@@ -50,8 +50,14 @@ def tracer() -> trace.Tracer | None:
     return found
 
 
-def start(active: trace.Tracer, tool_id: str, tool: ToolSpec | None, invocation_id: str, call_id: str | None,
-          secrets: list[str]) -> Span:
+def start(
+    active: trace.Tracer,
+    tool_id: str,
+    tool: ToolSpec | None,
+    invocation_id: str,
+    call_id: str | None,
+    secrets: list[str],
+) -> Span:
     name = redact(tool.name if tool is not None else tool_id, secrets, limit=200)
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
@@ -65,15 +71,24 @@ def start(active: trace.Tracer, tool_id: str, tool: ToolSpec | None, invocation_
         attributes["toolc.risk"] = RISK_LABELS[tool.risk]
     if call_id:
         attributes["gen_ai.tool.call.id"] = redact(str(call_id), secrets, limit=200)
-    return active.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes)
+    return active.start_span(
+        f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
+    )
 
 
-def finish(span: Span, result: ToolResult, arguments: Any, capture: bool, secrets: list[str]) -> None:
+def finish(
+    span: Span, result: ToolResult, arguments: Any, capture: bool, secrets: list[str]
+) -> None:
     """Decision, gate, status and (opt-in) content from the call's result; then end the span."""
     if result.denied_by is not None:
         gate = redact(result.denied_by, secrets, limit=200)
-        span.set_attributes({"toolc.policy.decision": "deny", "toolc.policy.gate": gate,
-                             "error.type": "toolc.denied"})
+        span.set_attributes(
+            {
+                "toolc.policy.decision": "deny",
+                "toolc.policy.gate": gate,
+                "error.type": "toolc.denied",
+            }
+        )
         span.set_status(Status(StatusCode.ERROR, f"denied by {gate}"))
     else:
         span.set_attribute("toolc.policy.decision", "allow")
@@ -83,14 +98,18 @@ def finish(span: Span, result: ToolResult, arguments: Any, capture: bool, secret
     if capture:
         span.set_attribute("gen_ai.tool.call.arguments", _json(arguments, secrets))
         if not result.is_error:
-            body = result.structured if result.structured is not None else result.content
+            body = (
+                result.structured if result.structured is not None else result.content
+            )
             span.set_attribute("gen_ai.tool.call.result", _json(body, secrets))
     span.end()
 
 
 def _json(value: Any, secrets: list[str]) -> str:
     try:
-        text = json.dumps(redact_data(value, secrets), sort_keys=True, default=str, ensure_ascii=False)
+        text = json.dumps(
+            redact_data(value, secrets), sort_keys=True, default=str, ensure_ascii=False
+        )
     except (TypeError, ValueError):
         text = repr(value)
     return redact(text, secrets, limit=MAX_CONTENT)

@@ -31,9 +31,19 @@ _LINE_BREAK = re.compile(r"[\r\n]+")
 _INERT_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
-def secret_values(names: Iterable[str], environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> list[str]:
+def secret_values(
+    names: Iterable[str], environ: Mapping[str, str], extra: Iterable[str | None] = ()
+) -> list[str]:
     """The secrets to hide, longest first (so a secret inside another is never half-replaced)."""
-    return list(_secrets(tuple(value for value in (*(environ.get(name) for name in names), *extra) if value)))
+    return list(
+        _secrets(
+            tuple(
+                value
+                for value in (*(environ.get(name) for name in names), *extra)
+                if value
+            )
+        )
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -52,15 +62,25 @@ def _wire_forms(secret: str) -> set[str]:
     """`secret` as sent or echoed: itself, percent-encoded (either case of hex digits), base64, JSON-escaped."""
     encoded = quote(secret, safe="")
     lower_hex = re.sub(r"%[0-9A-F]{2}", lambda match: match.group(0).lower(), encoded)
-    return {secret, encoded, lower_hex, quote(secret), quote_plus(secret), json.dumps(secret)[1:-1],
-            base64.b64encode(secret.encode()).decode()}
+    return {
+        secret,
+        encoded,
+        lower_hex,
+        quote(secret),
+        quote_plus(secret),
+        json.dumps(secret)[1:-1],
+        base64.b64encode(secret.encode()).decode(),
+    }
 
 
 def printable(text: str) -> str:
     """`text` with every control, format (bidi) and separator character escaped as `\\uXXXX`."""
     if text.isascii() and text.isprintable():
         return text
-    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in _INERT_CATEGORIES else c for c in text)
+    return "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in _INERT_CATEGORIES else c
+        for c in text
+    )
 
 
 def redact(text: str, secrets: Iterable[str], *, limit: int | None = MAX_TEXT) -> str:
@@ -78,7 +98,10 @@ def redact_data(data: Any, secrets: list[str]) -> Any:
     if isinstance(data, str):
         return redact(data, secrets, limit=None)
     if isinstance(data, Mapping):
-        return {redact_data(str(key), secrets): redact_data(value, secrets) for key, value in data.items()}
+        return {
+            redact_data(str(key), secrets): redact_data(value, secrets)
+            for key, value in data.items()
+        }
     if isinstance(data, list | tuple):
         return [redact_data(item, secrets) for item in data]
     return data

@@ -68,7 +68,7 @@ def index_schemas(text: str) -> dict[str, dict[str, str]]:
             section = None
         elif section is not None:
             key, end = _KEY.raw_decode(line)
-            section[key] = line[end + 1:].removesuffix(",")
+            section[key] = line[end + 1 :].removesuffix(",")
     return index
 
 
@@ -84,14 +84,20 @@ class _Checker:
         self.open = any(schema.get(key, False) is not False for key in _OPEN_KEYWORDS)
         self.declared = _declared(schema, schema, 0)
         patterns = schema.get("patternProperties")
-        self.patterns = [re.compile(p) for p in patterns] if isinstance(patterns, Mapping) else []
+        self.patterns = (
+            [re.compile(p) for p in patterns] if isinstance(patterns, Mapping) else []
+        )
 
 
 def _declared(node: Any, root: Mapping[str, Any], depth: int) -> frozenset[str]:
     """Property names the top level declares: its own and those of its combined branches and `$ref`s."""
     if not isinstance(node, Mapping) or depth > 8:
         return frozenset()
-    names: set[str] = set(node.get("properties") or ()) if isinstance(node.get("properties"), Mapping) else set()
+    names: set[str] = (
+        set(node.get("properties") or ())
+        if isinstance(node.get("properties"), Mapping)
+        else set()
+    )
     reference = node.get("$ref")
     if isinstance(reference, str) and reference.startswith("#/"):
         target: Any = root
@@ -106,19 +112,27 @@ def _declared(node: Any, root: Mapping[str, Any], depth: int) -> frozenset[str]:
 
 
 def _pointer(path: Any) -> str:
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    return "".join(
+        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in path
+    )
 
 
 def json_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     """None when `value` is plain JSON data within `max_depth`, else what is wrong and where (a JSON pointer).
     Iterative, so no nesting can exhaust the stack; the pointer is worked out only when something is wrong."""
     if not isinstance(value, Mapping | list | tuple):
-        return f"/: {value!r} is not a finite number" if isinstance(value, float) and not math.isfinite(value) else None
+        return (
+            f"/: {value!r} is not a finite number"
+            if isinstance(value, float) and not math.isfinite(value)
+            else None
+        )
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
         for child in node.values() if isinstance(node, Mapping) else node:
-            if type(child) in _LEAVES:  # the common case, without the slower ABC check below
+            if (
+                type(child) in _LEAVES
+            ):  # the common case, without the slower ABC check below
                 continue
             if isinstance(child, Mapping | list | tuple):
                 if depth >= max_depth:
@@ -134,7 +148,9 @@ def _where(value: Any, max_depth: int) -> str:
     stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
         node, path = stack.pop()
-        for key, child in node.items() if isinstance(node, Mapping) else enumerate(node):
+        for key, child in (
+            node.items() if isinstance(node, Mapping) else enumerate(node)
+        ):
             if isinstance(child, Mapping | list | tuple):
                 if len(path) >= max_depth:
                     return f"{_pointer(path[:8])}/…: nested deeper than {max_depth} levels; refused"
@@ -146,12 +162,19 @@ def _where(value: Any, max_depth: int) -> str:
 
 def _describe(error: ValidationError) -> str:
     where = _pointer(error.absolute_path)
-    if error.validator == "required" and isinstance(error.instance, Mapping) and isinstance(
-            error.validator_value, list):
+    if (
+        error.validator == "required"
+        and isinstance(error.instance, Mapping)
+        and isinstance(error.validator_value, list)
+    ):
         missing = [name for name in error.validator_value if name not in error.instance]
         if missing:
             return f"{where}/{_pointer([missing[0]])[1:]}: required argument is missing"
-    message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE] + "…"
+    message = (
+        error.message
+        if len(error.message) <= _MAX_MESSAGE
+        else error.message[:_MAX_MESSAGE] + "…"
+    )
     return f"{where or '/'}: {message}"
 
 
@@ -173,20 +196,32 @@ class ArgumentValidator:
             return plain
         try:
             checker = self._checker(tool_id)
-            unknown = [] if checker.open else [
-                key for key in arguments
-                if key not in checker.declared and not any(p.search(str(key)) for p in checker.patterns)]
+            unknown = (
+                []
+                if checker.open
+                else [
+                    key
+                    for key in arguments
+                    if key not in checker.declared
+                    and not any(p.search(str(key)) for p in checker.patterns)
+                ]
+            )
             if unknown:
                 # The model chose these keys: name a few, each cut short, so a flood of keys cannot flood the audit.
                 named = sorted(map(str, unknown))
-                where = ", ".join(_pointer([key if len(key) <= 80 else key[:80] + "…"]) for key in named[:5])
+                where = ", ".join(
+                    _pointer([key if len(key) <= 80 else key[:80] + "…"])
+                    for key in named[:5]
+                )
                 more = f" and {len(named) - 5} more" if len(named) > 5 else ""
                 return f"{where}{more}: unexpected argument (not in the tool's input schema)"
             if checker.validator.is_valid(arguments):
                 return None
             error = best_match(checker.validator.iter_errors(arguments))
         except Exception:
-            logger.debug("the input schema of %s cannot be checked", tool_id, exc_info=True)
+            logger.debug(
+                "the input schema of %s cannot be checked", tool_id, exc_info=True
+            )
             return "/: the tool's input schema cannot be checked; refused (fail closed)"
         return _describe(error) if error is not None else None
 

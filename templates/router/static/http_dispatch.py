@@ -42,7 +42,9 @@ def _credentials(api: HttpApiSpec, environ: Mapping[str, str]) -> dict[str, str]
 
 
 class HttpDispatcher:
-    def __init__(self, apis: Mapping[str, HttpApiSpec], environ: Mapping[str, str], *, limit: int) -> None:
+    def __init__(
+        self, apis: Mapping[str, HttpApiSpec], environ: Mapping[str, str], *, limit: int
+    ) -> None:
         self._apis = apis
         self._environ = environ
         self._limit = limit
@@ -50,15 +52,20 @@ class HttpDispatcher:
         self._semaphores: dict[str, asyncio.Semaphore] = {}
 
     def request_for(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> HttpRequest:
-        if tool.http is None:
-            raise RouterError(f"{tool.id} is not an HTTP operation")
-        api = self._apis.get(tool.source)
-        if api is None:
-            raise RouterError(f"no HTTP API {tool.source!r} is configured")
+        # Only `Router._dispatch` calls here, for a tool with an HTTP binding, whose source `_tables` always
+        # lists among the HTTP APIs.
+        assert tool.http is not None
+        api = self._apis[tool.source]
         base_url = expand(tool.http.base_url or api.base_url, self._environ)
         if not base_url:
             raise RouterError(f"HTTP API {api.id!r} has no base URL")
-        return build_request(tool.http, base_url, arguments, tool.fixed_params, _credentials(api, self._environ))
+        return build_request(
+            tool.http,
+            base_url,
+            arguments,
+            tool.fixed_params,
+            _credentials(api, self._environ),
+        )
 
     async def call(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> ToolResult:
         request = self.request_for(tool, arguments)
@@ -66,11 +73,17 @@ class HttpDispatcher:
         if self._client is None:
             # No redirects followed, no cookies kept: each request carries exactly what its binding allows, never
             # a cookie an earlier response set (a server could plant `sid=ATTACKER` for every later call).
-            self._client = httpx2.AsyncClient(follow_redirects=False, cookies=CookieJar(_NO_COOKIES))
-        semaphore = self._semaphores.setdefault(tool.source, asyncio.Semaphore(self._limit))
+            self._client = httpx2.AsyncClient(
+                follow_redirects=False, cookies=CookieJar(_NO_COOKIES)
+            )
+        semaphore = self._semaphores.setdefault(
+            tool.source, asyncio.Semaphore(self._limit)
+        )
         headers = dict(request.headers)
         if request.cookies:
-            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in request.cookies)
+            headers["Cookie"] = "; ".join(
+                f"{name}={value}" for name, value in request.cookies
+            )
         if request.content_type is not None:
             headers["Content-Type"] = request.content_type
         async with semaphore:
@@ -78,10 +91,16 @@ class HttpDispatcher:
             # time would otherwise hold the call, and a slot of the source, for as long as the server likes).
             async with asyncio.timeout(api.timeout_ms / 1000):
                 outgoing = self._client.build_request(
-                    request.method, request.url, headers=headers, content=request.content, files=request.files,
+                    request.method,
+                    request.url,
+                    headers=headers,
+                    content=request.content,
+                    files=request.files,
                     timeout=api.timeout_ms / 1000,
                 )
-                response = await read_capped(await self._client.send(outgoing, stream=True))
+                response = await read_capped(
+                    await self._client.send(outgoing, stream=True)
+                )
         return response_result(response)
 
     async def aclose(self) -> None:
@@ -99,27 +118,46 @@ async def read_capped(response: httpx2.Response) -> httpx2.Response:
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > MAX_RESPONSE_BYTES:
-                raise RouterError(f"the response is too large (over {MAX_RESPONSE_BYTES >> 20} MiB decoded): refused")
+                raise RouterError(
+                    f"the response is too large (over {MAX_RESPONSE_BYTES >> 20} MiB decoded): refused"
+                )
             chunks.append(chunk)
     finally:
         await response.aclose()
-    plain = [(key, value) for key, value in response.headers.multi_items()
-             if key.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-    return httpx2.Response(response.status_code, headers=plain, content=b"".join(chunks), request=response.request,
-                           extensions=response.extensions)
+    plain = [
+        (key, value)
+        for key, value in response.headers.multi_items()
+        if key.lower()
+        not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx2.Response(
+        response.status_code,
+        headers=plain,
+        content=b"".join(chunks),
+        request=response.request,
+        extensions=response.extensions,
+    )
 
 
 def response_result(response: httpx2.Response) -> ToolResult:
     structured: Any | None = None
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if response.content and (media_type == "application/json" or media_type.endswith("+json")):
+    if response.content and (
+        media_type == "application/json" or media_type.endswith("+json")
+    ):
         try:
             structured = response.json()
         except (ValueError, RecursionError):
             structured = None
         if json_problem(structured, MAX_RESPONSE_DEPTH) is not None:
             structured = None  # too deep to redact and audit safely, or NaN: the caller still gets the text
-    content: list[Any] = [{"type": "text", "text": response.text}] if response.content else []
+    content: list[Any] = (
+        [{"type": "text", "text": response.text}] if response.content else []
+    )
     is_error = response.status_code >= 400
-    error = f"HTTP {response.status_code} {response.reason_phrase}" if is_error else None
-    return ToolResult(structured=structured, content=content, is_error=is_error, error=error)
+    error = (
+        f"HTTP {response.status_code} {response.reason_phrase}" if is_error else None
+    )
+    return ToolResult(
+        structured=structured, content=content, is_error=is_error, error=error
+    )

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import discovery
 from ._tables import NAME_MAPS, TOOLS
-from ._types import InvocationContext, NameEntry, Shape, ToolResult
+from ._types import InvocationContext, NameEntry, ToolResult
+from .shapes import rewrite
 from .validate import MAX_DEPTH, json_problem
 
 if TYPE_CHECKING:
@@ -42,14 +43,22 @@ def decode(raw: Any) -> tuple[dict[str, Any], str | None]:
         try:
             parsed = json.loads(raw, parse_constant=_not_json)
         except json.JSONDecodeError as exc:
-            return {}, f"/: arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            return (
+                {},
+                f"/: arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
+            )
         except ValueError as exc:
             return {}, f"/: arguments are not valid JSON ({exc})"
         except RecursionError:
-            return {}, f"/: arguments are nested deeper than {MAX_DEPTH} levels; refused"
+            return (
+                {},
+                f"/: arguments are nested deeper than {MAX_DEPTH} levels; refused",
+            )
     if not isinstance(parsed, Mapping):
         return {}, f"/: arguments must be a JSON object, not {type(parsed).__name__}"
-    problem = json_problem(parsed)  # before the name map walks them: no nesting can exhaust the stack there
+    problem = json_problem(
+        parsed
+    )  # before the name map walks them: no nesting can exhaust the stack there
     return ({}, problem) if problem is not None else (dict(parsed), None)
 
 
@@ -67,81 +76,41 @@ def resolve(target: str, provider_name: str) -> NameEntry | None:
     return None
 
 
-def rewrite(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
-    """`value` (as the model produced it) rewritten by `shape`; the same steps as the compiler's `arguments_to_wire`."""
-    if "ref" in shape:
-        shape = defs.get(shape["ref"], {})
-    if isinstance(value, dict):
-        optional = shape.get("optional", ())
-        rename = shape.get("rename", {})
-        properties = shape.get("properties", {})
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if item is None and key in optional:
-                continue  # strict mode made this optional key required but nullable: null means "not given"
-            out[rename.get(key, key)] = rewrite(item, properties[key], defs) if key in properties else item
-        value = out
-    elif isinstance(value, list) and "items" in shape:
-        value = [rewrite(item, shape["items"], defs) for item in value]
-    value = _restore(value, shape, defs)
-    # A union: the first alternative the (already rewritten) value fits says how to rewrite inside it.
-    for branch in shape.get("anyOf", ()):
-        if _fits(value, defs.get(branch["ref"], {}) if "ref" in branch else branch):
-            return rewrite(value, branch, defs)
-    return value
-
-
-def _restore(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
-    """Undo OpenAI strict's reversible transforms: a map sent as `{key, value}` entries becomes the object again,
-    a JSON-encoded string the value it encodes (a string that is not JSON is left for validation to refuse)."""
-    if "entries" in shape and isinstance(value, list) \
-            and all(isinstance(item, dict) and set(item) == {"key", "value"} for item in value):
-        return {str(item["key"]): rewrite(item["value"], shape["entries"], defs) for item in value}
-    if shape.get("json") and isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _fits(value: Any, branch: Shape) -> bool:
-    if "keys" in branch:
-        return isinstance(value, dict) and set(value) <= set(branch["keys"])
-    if "items" in branch or "entries" in branch:
-        return isinstance(value, list)
-    if branch.get("json"):
-        return isinstance(value, str)
-    return True
-
-
 def to_tool_arguments(entry: NameEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
     if not entry.arguments:
         return dict(arguments)
-    wire: dict[str, Any] = rewrite(dict(arguments), entry.arguments, entry.defs)  # an object stays an object
+    wire: dict[str, Any] = rewrite(
+        dict(arguments), entry.arguments, entry.defs
+    )  # an object stays an object
     return wire
-
-
-def arguments_to_wire(target: str, provider_name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(tool id, arguments as the tool's own schema names them) for a provider's tool call; LookupError when the
-    name is neither in the target's name map nor a tool id."""
-    entry = resolve(target, provider_name)
-    if entry is None:
-        raise LookupError(f"no tool is called {provider_name!r} for {target}")
-    return entry.tool_id, to_tool_arguments(entry, arguments)
 
 
 def parse_openai(tool_call: Any) -> tuple[str, str, Any, str | None]:
     """(target, name, raw arguments, call id) of a Chat Completions tool call or a Responses function_call item."""
     function = _field(tool_call, "function")
     if function is not None:
-        return "openai-chat", str(_field(function, "name")), _field(function, "arguments"), _field(tool_call, "id")
+        return (
+            "openai-chat",
+            str(_field(function, "name")),
+            _field(function, "arguments"),
+            _field(tool_call, "id"),
+        )
     call_id = _field(tool_call, "call_id") or _field(tool_call, "id")
-    return "openai-responses", str(_field(tool_call, "name")), _field(tool_call, "arguments"), call_id
+    return (
+        "openai-responses",
+        str(_field(tool_call, "name")),
+        _field(tool_call, "arguments"),
+        call_id,
+    )
 
 
 def parse_anthropic(block: Any) -> tuple[str, str, Any, str | None]:
-    return "anthropic", str(_field(block, "name")), _field(block, "input"), _field(block, "id")
+    return (
+        "anthropic",
+        str(_field(block, "name")),
+        _field(block, "input"),
+        _field(block, "id"),
+    )
 
 
 def parse_gemini(function_call: Any) -> tuple[str, str, Any, str | None]:
@@ -150,8 +119,14 @@ def parse_gemini(function_call: Any) -> tuple[str, str, Any, str | None]:
     return "gemini", str(_field(call, "name")), _field(call, "args"), _field(call, "id")
 
 
-async def route(router: Router, target: str, name: str, raw_arguments: Any, call_id: str | None,
-                context: InvocationContext | None) -> ToolResult:
+async def route(
+    router: Router,
+    target: str,
+    name: str,
+    raw_arguments: Any,
+    call_id: str | None,
+    context: InvocationContext | None,
+) -> ToolResult:
     arguments, malformed = decode(raw_arguments)
     entry = resolve(target, name)
     if entry is None and name in discovery.NAMES and malformed is None:
@@ -159,7 +134,12 @@ async def route(router: Router, target: str, name: str, raw_arguments: Any, call
     if entry is not None and malformed is None:
         arguments = to_tool_arguments(entry, arguments)
     # Unknown names and malformed arguments still go through the router, so the refusal is audited like any other.
-    result = await router.checked_call(entry.tool_id if entry is not None else name, arguments, context, malformed,
-                                       call_id=call_id)
+    result = await router.checked_call(
+        entry.tool_id if entry is not None else name,
+        arguments,
+        context,
+        malformed,
+        call_id=call_id,
+    )
     result.call_id = call_id
     return result

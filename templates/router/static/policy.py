@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from ._types import HIGH, MEDIUM, MODES, InvocationContext, PolicySpec, ToolSpec
 
 logger = logging.getLogger(__name__)
-GATE_ORDER = ("disabled", "mode", "spec_frozen", "project_binding", "side_effect_policy", "admin_token")
+GATE_ORDER = (
+    "disabled",
+    "mode",
+    "spec_frozen",
+    "project_binding",
+    "side_effect_policy",
+    "admin_token",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +44,9 @@ class PolicyDecision:
 
 ALLOWED = PolicyDecision(True, "allowed", "all gates passed")
 
-GateCheck = Callable[[ToolSpec, InvocationContext], "PolicyDecision | Awaitable[PolicyDecision]"]
+GateCheck = Callable[
+    [ToolSpec, InvocationContext], "PolicyDecision | Awaitable[PolicyDecision]"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +62,15 @@ def _matches(patterns: Iterable[str], tool: ToolSpec, *, loose: bool = False) ->
     case-folded NFKC forms, since the server picks its tools' names: `*delete*` covers `bulkDelete`, `DELETE_ALL`
     and fullwidth letters."""
     names = (tool.id, tool.name, *tool.aliases)
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names):
+    if any(
+        fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names
+    ):
         return True
-    return loose and any(fnmatch.fnmatchcase(_fold(name), _fold(pattern)) for pattern in patterns for name in names)
+    return loose and any(
+        fnmatch.fnmatchcase(_fold(name), _fold(pattern))
+        for pattern in patterns
+        for name in names
+    )
 
 
 def _fold(text: str) -> str:
@@ -108,13 +123,19 @@ class PolicyEngine:
         required = self._admin_cache.get(tool.id)
         if required is None:
             floor = self.policy.admin_min_risk
-            required = _matches(self.policy.admin_tools, tool, loose=True) or (floor is not None and tool.risk >= floor)
+            required = _matches(self.policy.admin_tools, tool, loose=True) or (
+                floor is not None and tool.risk >= floor
+            )
             self._admin_cache[tool.id] = required
         return required
 
-    async def check(self, tool: ToolSpec | None, tool_id: str, context: InvocationContext) -> PolicyDecision:
+    async def check(
+        self, tool: ToolSpec | None, tool_id: str, context: InvocationContext
+    ) -> PolicyDecision:
         if tool is None:
-            shown = tool_id if len(tool_id) <= 200 else tool_id[:200] + "…"  # a made-up name can't flood the audit
+            shown = (
+                tool_id if len(tool_id) <= 200 else tool_id[:200] + "…"
+            )  # a made-up name can't flood the audit
             return _deny("disabled", f"unknown tool {shown!r}")
         for gate in self._gates:
             try:
@@ -122,24 +143,39 @@ class PolicyEngine:
                 if inspect.isawaitable(outcome):
                     outcome = await outcome
             except Exception as exc:
-                logger.debug("gate %s failed; denied (fail closed)", gate.name, exc_info=True)
-                return _deny(gate.name, f"gate failed ({type(exc).__name__}); denied (fail closed)")
+                logger.debug(
+                    "gate %s failed; denied (fail closed)", gate.name, exc_info=True
+                )
+                return _deny(
+                    gate.name,
+                    f"gate failed ({type(exc).__name__}); denied (fail closed)",
+                )
             if not isinstance(outcome, PolicyDecision):
-                return _deny(gate.name, "gate returned no PolicyDecision; denied (fail closed)")
+                return _deny(
+                    gate.name, "gate returned no PolicyDecision; denied (fail closed)"
+                )
             if not outcome.allowed:
                 return outcome
         return ALLOWED
 
     # Gate 1: disabled tools (runtime switch, then the baked allow and deny lists).
-    def _gate_disabled(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
+    def _gate_disabled(
+        self, tool: ToolSpec, context: InvocationContext
+    ) -> PolicyDecision:
         if tool.id in self._disabled:
             return _deny("disabled", "tool is disabled")
         enabled = self._enabled_cache.get(tool.id)
         if enabled is None:
             allow, deny = self.policy.allow_tools, self.policy.deny_tools
-            enabled = (not allow or _matches(allow, tool)) and not _matches(deny, tool, loose=True)
+            enabled = (not allow or _matches(allow, tool)) and not _matches(
+                deny, tool, loose=True
+            )
             self._enabled_cache[tool.id] = enabled
-        return ALLOWED if enabled else _deny("disabled", "tool is not allowed by the project policy")
+        return (
+            ALLOWED
+            if enabled
+            else _deny("disabled", "tool is not allowed by the project policy")
+        )
 
     # Gate 2: planning mode cannot use tools with side effects.
     def _gate_mode(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
@@ -150,19 +186,32 @@ class PolicyEngine:
         return ALLOWED
 
     # Gate 3: execution of a high-risk tool needs a frozen spec.
-    def _gate_spec_frozen(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
-        if context.mode == "execution" and tool.risk >= HIGH and not (context.spec_frozen and context.spec_hash):
-            return _deny("spec_frozen", "execution mode requires spec_frozen=True and a spec_hash")
+    def _gate_spec_frozen(
+        self, tool: ToolSpec, context: InvocationContext
+    ) -> PolicyDecision:
+        if (
+            context.mode == "execution"
+            and tool.risk >= HIGH
+            and not (context.spec_frozen and context.spec_hash)
+        ):
+            return _deny(
+                "spec_frozen",
+                "execution mode requires spec_frozen=True and a spec_hash",
+            )
         return ALLOWED
 
     # Gate 4: medium risk and above must be bound to a project.
-    def _gate_project_binding(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
+    def _gate_project_binding(
+        self, tool: ToolSpec, context: InvocationContext
+    ) -> PolicyDecision:
         if tool.risk >= MEDIUM and not context.project_id:
             return _deny("project_binding", "tool requires a project_id")
         return ALLOWED
 
     # Gate 5: side-effect blacklist (project policy, the tool's server, and the caller's own list).
-    def _gate_side_effects(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
+    def _gate_side_effects(
+        self, tool: ToolSpec, context: InvocationContext
+    ) -> PolicyDecision:
         if not tool.side_effects:
             return ALLOWED
         blacklist = (
@@ -172,18 +221,25 @@ class PolicyEngine:
         )
         for tag in tool.side_effects:
             if any(fnmatch.fnmatchcase(tag, pattern) for pattern in blacklist):
-                return _deny("side_effect_policy", f"side effect {tag!r} is blacklisted")
+                return _deny(
+                    "side_effect_policy", f"side effect {tag!r} is blacklisted"
+                )
         return ALLOWED
 
     # Gate 6: admin token, compared in constant time against the value of an environment variable.
-    def _gate_admin_token(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
+    def _gate_admin_token(
+        self, tool: ToolSpec, context: InvocationContext
+    ) -> PolicyDecision:
         if not self.requires_admin(tool):
             return ALLOWED
         if not context.admin_token:
             return _deny("admin_token", "tool requires an admin_token")
         expected = self._environ.get(self.policy.admin_token_env, "")
         if not expected:
-            return _deny("admin_token", f"no admin token is configured (${self.policy.admin_token_env} is unset)")
+            return _deny(
+                "admin_token",
+                f"no admin token is configured (${self.policy.admin_token_env} is unset)",
+            )
         if not hmac.compare_digest(context.admin_token.encode(), expected.encode()):
             return _deny("admin_token", "admin_token does not match")
         return ALLOWED

@@ -29,7 +29,9 @@ DEFAULT_LIMIT = 20
 
 @cache
 def catalog() -> dict[str, dict[str, Any]]:
-    data: dict[str, dict[str, Any]] = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))["tools"]
+    data: dict[str, dict[str, Any]] = json.loads(
+        CATALOG_FILE.read_text(encoding="utf-8")
+    )["tools"]
     return data
 
 
@@ -44,8 +46,14 @@ def search(query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
     for tool_id, tool in catalog().items():
         text = f"{tool_id} {tool['name']} {tool['description']}".lower()
         if all(word in text for word in words):
-            found.append({"id": tool_id, "name": tool["name"], "summary": _summary(tool["description"]),
-                          "toolsets": tool["toolsets"]})
+            found.append(
+                {
+                    "id": tool_id,
+                    "name": tool["name"],
+                    "summary": _summary(tool["description"]),
+                    "toolsets": tool["toolsets"],
+                }
+            )
             if len(found) >= limit:
                 break
     return found
@@ -55,12 +63,20 @@ def describe(tool_id: str) -> dict[str, Any] | None:
     tool = catalog().get(tool_id)
     if tool is None:
         return None
-    return {"id": tool_id, "name": tool["name"], "description": tool["description"], "toolsets": tool["toolsets"],
-            "input_schema": tool["input_schema"]}
+    return {
+        "id": tool_id,
+        "name": tool["name"],
+        "description": tool["description"],
+        "toolsets": tool["toolsets"],
+        "input_schema": tool["input_schema"],
+    }
 
 
 def _result(data: Any) -> ToolResult:
-    return ToolResult(structured=data, content=[{"type": "text", "text": json.dumps(data, sort_keys=True)}])
+    return ToolResult(
+        structured=data,
+        content=[{"type": "text", "text": json.dumps(data, sort_keys=True)}],
+    )
 
 
 def _arguments(raw: Any) -> tuple[Any, str | None]:
@@ -76,18 +92,33 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
     return raw, None
 
 
-async def serve(router: Router, name: str, arguments: dict[str, Any], call_id: str | None,
-                context: InvocationContext | None) -> ToolResult:
+async def serve(
+    router: Router,
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str | None,
+    context: InvocationContext | None,
+) -> ToolResult:
     """Answer one meta-tool call (`name` in NAMES)."""
     if name == SEARCH:
         limit = arguments.get("limit")
-        result = _result(search(str(arguments.get("query") or ""),
-                                limit if isinstance(limit, int) and limit > 0 else DEFAULT_LIMIT))
+        result = _result(
+            search(
+                str(arguments.get("query") or ""),
+                limit if isinstance(limit, int) and limit > 0 else DEFAULT_LIMIT,
+            )
+        )
     elif name == DESCRIBE:
         found = describe(str(arguments.get("tool")))
-        result = _result(found) if found is not None else ToolResult.failure(f"no tool {arguments.get('tool')!r}")
+        result = (
+            _result(found)
+            if found is not None
+            else ToolResult.failure(f"no tool {arguments.get('tool')!r}")
+        )
     else:
         tool_arguments, problem = _arguments(arguments.get("arguments"))
-        result = await router.checked_call(str(arguments.get("tool")), tool_arguments or {}, context, problem)
+        result = await router.checked_call(
+            str(arguments.get("tool")), tool_arguments or {}, context, problem
+        )
     result.call_id = call_id
     return result

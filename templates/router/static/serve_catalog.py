@@ -20,17 +20,15 @@ import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from mcp import types
 
-from ._tables import NAME_MAPS, TOOLS
+from ._tables import NAME_MAPS, TARGETS, TOOLS
 from .validate import SCHEMAS_FILE, index_schemas
 
 SERVE_FILE = Path(__file__).with_name("_serve.json")
 SCHEMAS_DIR_ENV = "TOOLC_SCHEMAS_DIR"
-TARGETS: Final[tuple[str, ...]] = {{ targets|pyrepr }}
-"""The provider targets this project was compiled for (sorted: the order provider names are looked up in)."""
 PAGE_SIZE = 100
 _HEADER = '{"format":1,'
 _KEY = json.JSONDecoder()
@@ -48,7 +46,11 @@ class UnknownCursor(ValueError):
 def default_schemas_dir() -> Path:
     """`<output>/schemas`, seen from `<output>/python/toolc_router/`, unless `TOOLC_SCHEMAS_DIR` says otherwise."""
     configured = os.environ.get(SCHEMAS_DIR_ENV)
-    return Path(configured) if configured else Path(__file__).resolve().parent.parent.parent / "schemas"
+    return (
+        Path(configured)
+        if configured
+        else Path(__file__).resolve().parent.parent.parent / "schemas"
+    )
 
 
 def index_served(text: str) -> dict[str, str]:
@@ -61,7 +63,7 @@ def index_served(text: str) -> dict[str, str]:
         if line in ("}}", ""):
             break
         key, end = _KEY.raw_decode(line)
-        index[key] = line[end + 1:].removesuffix(",")
+        index[key] = line[end + 1 :].removesuffix(",")
     return index
 
 
@@ -73,7 +75,9 @@ def references(node: Any) -> set[str]:
         item = pending.pop()
         if isinstance(item, dict):
             reference = item.get("$ref")
-            match = _DEFS_REF.fullmatch(reference) if isinstance(reference, str) else None
+            match = (
+                _DEFS_REF.fullmatch(reference) if isinstance(reference, str) else None
+            )
             if match is not None:
                 found.add(match.group(1).replace("~1", "/").replace("~0", "~"))
             pending.extend(value for key, value in item.items() if key not in _LITERALS)
@@ -84,12 +88,24 @@ def references(node: Any) -> set[str]:
 
 def stub(name: str, definition: Any) -> dict[str, Any]:
     """What a definition left out for size is listed as: its type and title, and a note (any value fits it)."""
-    kept = {key: definition[key] for key in ("type", "title") if isinstance(definition, dict) and key in definition}
-    return {**kept, "description": f"{name}: not expanded in this listing (the router checks it in full)"}
+    kept = {
+        key: definition[key]
+        for key in ("type", "title")
+        if isinstance(definition, dict) and key in definition
+    }
+    return {
+        **kept,
+        "description": f"{name}: not expanded in this listing (the router checks it in full)",
+    }
 
 
-def with_defs(schema: Mapping[str, Any], defs: Mapping[str, Any] | None, *, budget: int | None = None,
-              sizes: dict[str, int] | None = None) -> dict[str, Any]:
+def with_defs(
+    schema: Mapping[str, Any],
+    defs: Mapping[str, Any] | None,
+    *,
+    budget: int | None = None,
+    sizes: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """`schema` made self-contained: its own `$defs` plus the source's definitions it reaches, nearest first.
 
     With a `budget` (bytes of JSON for the whole schema), a definition that would take it over is listed as a
@@ -113,7 +129,9 @@ def with_defs(schema: Mapping[str, Any], defs: Mapping[str, Any] | None, *, budg
             if budget is not None:
                 size = sizes.get(name)
                 if size is None:
-                    size = sizes[name] = len(json.dumps(definition, separators=(",", ":")))
+                    size = sizes[name] = len(
+                        json.dumps(definition, separators=(",", ":"))
+                    )
                 if used + size > budget:
                     added[name] = stub(name, definition)
                     used += _STUB_SIZE
@@ -130,9 +148,15 @@ def with_defs(schema: Mapping[str, Any], defs: Mapping[str, Any] | None, *, budg
 class ServedCatalog:
     """What `tools/list` returns and what a served name stands for; safe to share between threads."""
 
-    def __init__(self, *, serve_file: Path = SERVE_FILE, schemas_file: Path = SCHEMAS_FILE,
-                 schemas_dir: Path | None = None, page_size: int = PAGE_SIZE,
-                 schema_budget: int | None = SCHEMA_BUDGET) -> None:
+    def __init__(
+        self,
+        *,
+        serve_file: Path = SERVE_FILE,
+        schemas_file: Path = SCHEMAS_FILE,
+        schemas_dir: Path | None = None,
+        page_size: int = PAGE_SIZE,
+        schema_budget: int | None = SCHEMA_BUDGET,
+    ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.schemas_dir = schemas_dir or default_schemas_dir()
@@ -167,7 +191,9 @@ class ServedCatalog:
             found = self._ids[name] = str(json.loads(text)["id"])
         return found
 
-    def resolve(self, name: str, provider: str | None = None) -> tuple[str | None, str | None]:
+    def resolve(
+        self, name: str, provider: str | None = None
+    ) -> tuple[str | None, str | None]:
         """(tool id or None, the target whose name map to rewrite the arguments with, or None).
 
         With `provider`, `name` is that target's provider-facing name (or a tool id). Without, it is a tool id, a
@@ -210,9 +236,11 @@ class ServedCatalog:
             start = number * self.page_size
             if number > 0 and start >= len(names):
                 raise UnknownCursor(cursor or "")
-            chunk = names[start:start + self.page_size]
+            chunk = names[start : start + self.page_size]
             following = str(number + 1) if start + self.page_size < len(names) else None
-            result = types.ListToolsResult(tools=[self._tool(name) for name in chunk], next_cursor=following)
+            result = types.ListToolsResult(
+                tools=[self._tool(name) for name in chunk], next_cursor=following
+            )
             self._pages[number] = result
             return result
 
@@ -239,7 +267,13 @@ class ServedCatalog:
         source = schema["source"]
         if "outputSchema" in entry:
             entry["outputSchema"] = self._bundle(entry["outputSchema"], source)
-        return types.Tool.model_validate({"name": name, **entry, "inputSchema": self._bundle(schema["schema"], source)})
+        return types.Tool.model_validate(
+            {
+                "name": name,
+                **entry,
+                "inputSchema": self._bundle(schema["schema"], source),
+            }
+        )
 
     def _input_schema(self, tool_id: str) -> dict[str, Any]:
         text = self._schemas_index()["tools"].get(tool_id)
@@ -250,7 +284,9 @@ class ServedCatalog:
 
     def _bundle(self, schema: Mapping[str, Any], source: str | None) -> dict[str, Any]:
         sizes = self._sizes.setdefault(source or "", {})
-        return with_defs(schema, self._source_defs(source), budget=self.schema_budget, sizes=sizes)
+        return with_defs(
+            schema, self._source_defs(source), budget=self.schema_budget, sizes=sizes
+        )
 
     def _source_defs(self, source: str | None) -> dict[str, Any] | None:
         if source is None:
@@ -274,5 +310,7 @@ class ServedCatalog:
 
     def _schemas_index(self) -> dict[str, dict[str, str]]:
         if self._schemas is None:
-            self._schemas = index_schemas(self._schemas_file.read_text(encoding="utf-8"))
+            self._schemas = index_schemas(
+                self._schemas_file.read_text(encoding="utf-8")
+            )
         return self._schemas

@@ -28,9 +28,13 @@ ServerFactory = Callable[[], Any]
 
 
 @contextlib.asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str], timeout: float) -> AsyncIterator[Any]:
+async def _streamable_http(
+    url: str, headers: dict[str, str], timeout: float
+) -> AsyncIterator[Any]:
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(timeout, read=max(timeout, 300.0))) as http,
+        httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(timeout, read=max(timeout, 300.0))
+        ) as http,
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
@@ -45,7 +49,9 @@ def server_target(spec: ServerSpec, environ: Mapping[str, str]) -> Any:
             raise RouterError(f"MCP server {spec.id!r} has no command to launch")
         env = expand_all(spec.env, environ) or None
         cwd = expand(spec.cwd, environ) if spec.cwd else None
-        return StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=cwd)
+        return StdioServerParameters(
+            command=command[0], args=command[1:], env=env, cwd=cwd
+        )
     if not spec.url:
         raise RouterError(f"MCP server {spec.id!r} has no url")
     url = expand(spec.url, environ)
@@ -56,7 +62,9 @@ def server_target(spec: ServerSpec, environ: Mapping[str, str]) -> Any:
 
 
 class McpConnection:
-    def __init__(self, server_id: str, factory: ServerFactory, *, timeout: float, limit: int) -> None:
+    def __init__(
+        self, server_id: str, factory: ServerFactory, *, timeout: float, limit: int
+    ) -> None:
         self.server_id = server_id
         self._factory = factory
         self._timeout = timeout
@@ -69,7 +77,9 @@ class McpConnection:
     async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         async with self._semaphore:
             client = await self._connected()
-            return await client.call_tool(name, arguments, read_timeout_seconds=self._timeout)
+            return await client.call_tool(
+                name, arguments, read_timeout_seconds=self._timeout
+            )
 
     async def _connected(self) -> Client:
         client = self._client
@@ -80,7 +90,9 @@ class McpConnection:
                 return self._client
             ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
             self._stop = asyncio.Event()
-            self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"toolc-mcp-{self.server_id}")
+            self._owner = asyncio.create_task(
+                self._own(ready, self._stop), name=f"toolc-mcp-{self.server_id}"
+            )
             try:
                 async with asyncio.timeout(self._timeout):
                     self._client = await asyncio.shield(ready)
@@ -91,7 +103,9 @@ class McpConnection:
 
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         try:
-            async with Client(self._factory(), read_timeout_seconds=self._timeout) as client:
+            async with Client(
+                self._factory(), read_timeout_seconds=self._timeout
+            ) as client:
                 ready.set_result(client)
                 await stop.wait()
         except asyncio.CancelledError:
@@ -100,10 +114,16 @@ class McpConnection:
             raise
         except BaseException as exc:
             # The connection owner reports any failure to its waiters.
-            logger.debug("MCP server %s: connection failed", self.server_id, exc_info=True)
+            logger.debug(
+                "MCP server %s: connection failed", self.server_id, exc_info=True
+            )
             if not ready.done():
                 failure = exc if isinstance(exc, Exception) else RouterError(repr(exc))
-                ready.set_exception(RouterError(f"cannot connect to MCP server {self.server_id!r}: {failure!r}"))
+                ready.set_exception(
+                    RouterError(
+                        f"cannot connect to MCP server {self.server_id!r}: {failure!r}"
+                    )
+                )
         finally:
             self._client = None
 

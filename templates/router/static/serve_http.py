@@ -53,9 +53,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import providers
+from ._tables import TARGETS
 from ._types import InvocationContext, RouterError, ToolResult
 from .router import Router
-from .serve_catalog import TARGETS, ServedCatalog
+from .serve_catalog import ServedCatalog
 from .serve_mcp import MAX_CALLS, call_result, mcp_server
 
 TOKEN_ENV = "TOOLC_SERVE_TOKEN"
@@ -86,11 +87,20 @@ def bearer_token(host: str, environ: Mapping[str, str]) -> str | None:
     token = environ.get(TOKEN_ENV) or None
     if token is None:
         if not is_loopback(host):
-            raise ServeError(f"refusing to serve on {host}, which is not a loopback address, without a bearer token: "
-                             f"set {TOKEN_ENV} (at least {MIN_TOKEN_LENGTH} characters)")
+            raise ServeError(
+                f"refusing to serve on {host}, which is not a loopback address, without a bearer token: "
+                f"set {TOKEN_ENV} (at least {MIN_TOKEN_LENGTH} characters)"
+            )
         return None
-    if len(token) < MIN_TOKEN_LENGTH or not token.isascii() or not token.isprintable() or " " in token:
-        raise ServeError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_LENGTH} printable ASCII characters without spaces")
+    if (
+        len(token) < MIN_TOKEN_LENGTH
+        or not token.isascii()
+        or not token.isprintable()
+        or " " in token
+    ):
+        raise ServeError(
+            f"{TOKEN_ENV} must be at least {MIN_TOKEN_LENGTH} printable ASCII characters without spaces"
+        )
     return token
 
 
@@ -101,7 +111,11 @@ def loopback_security(host: str = DEFAULT_HOST) -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[pattern for name in names for pattern in (name, f"{name}:*")],
-        allowed_origins=[pattern for name in names for pattern in (f"http://{name}", f"http://{name}:*")],
+        allowed_origins=[
+            pattern
+            for name in names
+            for pattern in (f"http://{name}", f"http://{name}:*")
+        ],
     )
 
 
@@ -120,8 +134,11 @@ class BearerAuth:
                     given = value
                     break
             if not hmac.compare_digest(given, self._expected):
-                response = JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
-                                        headers={"WWW-Authenticate": "Bearer"})
+                response = JSONResponse(
+                    {"error": "missing or wrong bearer token"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -141,19 +158,32 @@ def _answer(result: ToolResult) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: str = DEFAULT_HOST,
-               token: str | None = None, max_body: int = MAX_BODY, max_calls: int = MAX_CALLS,
-               context: InvocationContext | None = None) -> Starlette:
+def create_app(
+    router: Router,
+    *,
+    catalog: ServedCatalog | None = None,
+    host: str = DEFAULT_HOST,
+    token: str | None = None,
+    max_body: int = MAX_BODY,
+    max_calls: int = MAX_CALLS,
+    context: InvocationContext | None = None,
+) -> Starlette:
     """The ASGI app. `host` is the address it will be bound to (loopback: Host/Origin checks); `token`, when given,
     is required on every request. Use `serve_http` to run it with the startup checks."""
     served = catalog or ServedCatalog()
     security = loopback_security(host) if is_loopback(host) else None
     guard = TransportSecurityMiddleware(security)
-    limiter = anyio.CapacityLimiter(max_calls)  # shared by /mcp and /tools: at most max_calls calls in all
+    limiter = anyio.CapacityLimiter(
+        max_calls
+    )  # shared by /mcp and /tools: at most max_calls calls in all
     base = context or router.default_context
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
-    manager = StreamableHTTPSessionManager(mcp_server(router, served, limiter=limiter), json_response=True,
-                                           security_settings=security, max_request_body_size=max_body)
+    manager = StreamableHTTPSessionManager(
+        mcp_server(router, served, limiter=limiter),
+        json_response=True,
+        security_settings=security,
+        max_request_body_size=max_body,
+    )
 
     async def list_tools(request: Request) -> Response:
         refused = await guard.validate_request(request)
@@ -161,10 +191,16 @@ def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: st
             return refused
         target = request.query_params.get("provider")
         if target is None:
-            return _error(400, f"say which provider's format: ?provider={'|'.join(TARGETS) or 'TARGET'}")
+            return _error(
+                400,
+                f"say which provider's format: ?provider={'|'.join(TARGETS) or 'TARGET'}",
+            )
         path = served.provider_file(target)
         if path is None:
-            return _error(404, f"no compiled tool list for provider {target!r} (compiled: {', '.join(TARGETS)})")
+            return _error(
+                404,
+                f"no compiled tool list for provider {target!r} (compiled: {', '.join(TARGETS)})",
+            )
         return FileResponse(path, media_type="application/json")
 
     async def call_tool(request: Request) -> Response:
@@ -174,16 +210,23 @@ def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: st
         name = request.path_params["tool_name"]
         target = request.query_params.get("provider")
         if target is not None and target not in TARGETS:
-            return _error(404, f"no provider {target!r} in this project (compiled: {', '.join(TARGETS)})")
+            return _error(
+                404,
+                f"no provider {target!r} in this project (compiled: {', '.join(TARGETS)})",
+            )
         tool_id, map_target = served.resolve(name, target)
         raw = await request.body()
-        arguments, malformed = providers.decode(raw.decode("utf-8", errors="replace") if raw else None)
+        arguments, malformed = providers.decode(
+            raw.decode("utf-8", errors="replace") if raw else None
+        )
         if map_target is not None and malformed is None:
             entry = providers.resolve(map_target, name)
             if entry is not None:
                 arguments = providers.to_tool_arguments(entry, arguments)
         async with limiter:
-            result = await router.checked_call(tool_id or name, arguments, http_context, malformed)
+            result = await router.checked_call(
+                tool_id or name, arguments, http_context, malformed
+            )
         if tool_id is None and result.denied_by is not None:
             result.denied_by = "unknown"
         return _answer(result)
@@ -211,16 +254,39 @@ def create_app(router: Router, *, catalog: ServedCatalog | None = None, host: st
     )
 
 
-def uvicorn_server(router: Router, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                   environ: Mapping[str, str] | None = None, catalog: ServedCatalog | None = None,
-                   max_body: int = MAX_BODY, max_calls: int = MAX_CALLS,
-                   max_connections: int = MAX_CONNECTIONS, log_level: str = "warning") -> uvicorn.Server:
+def uvicorn_server(
+    router: Router,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    environ: Mapping[str, str] | None = None,
+    catalog: ServedCatalog | None = None,
+    max_body: int = MAX_BODY,
+    max_calls: int = MAX_CALLS,
+    max_connections: int = MAX_CONNECTIONS,
+    log_level: str = "warning",
+) -> uvicorn.Server:
     """A configured uvicorn server for the app; raises ServeError before binding anything if it must not start."""
     token = bearer_token(host, os.environ if environ is None else environ)
-    app = create_app(router, catalog=catalog, host=host, token=token, max_body=max_body, max_calls=max_calls)
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level=log_level,
-                            limit_concurrency=max_connections, timeout_graceful_shutdown=30,
-                            server_header=False, proxy_headers=False)
+    app = create_app(
+        router,
+        catalog=catalog,
+        host=host,
+        token=token,
+        max_body=max_body,
+        max_calls=max_calls,
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=log_level,
+        limit_concurrency=max_connections,
+        timeout_graceful_shutdown=30,
+        server_header=False,
+        proxy_headers=False,
+    )
     return uvicorn.Server(config)
 
 

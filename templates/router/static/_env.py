@@ -20,7 +20,9 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
         found = environ[name]
         if "\r" in found or "\n" in found:
             # A line break in a credential splits a header or smuggles another one: never sent, never echoed.
-            raise RouterError(f"environment variable {name} holds a line break; refused (value not shown)")
+            raise RouterError(
+                f"environment variable {name} holds a line break; refused (value not shown)"
+            )
         return found
 
     return _REFERENCE.sub(substitute, value)
@@ -32,7 +34,9 @@ def check_environment(values: Iterable[str], environ: Mapping[str, str]) -> None
         for match in _REFERENCE.finditer(value):
             found = environ.get(match.group(1))
             if found is not None and ("\r" in found or "\n" in found):
-                raise RouterError(f"environment variable {match.group(1)} holds a line break; refused (value not shown)")
+                raise RouterError(
+                    f"environment variable {match.group(1)} holds a line break; refused (value not shown)"
+                )
 
 
 def expand_all(values: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:

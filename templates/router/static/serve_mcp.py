@@ -22,14 +22,16 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from ._tables import PROJECT
 from ._types import InvocationContext, ToolResult
 from .router import Router
 from .serve_catalog import ServedCatalog, UnknownCursor
 
 logger = logging.getLogger(__name__)
-SERVER_NAME = {{ project|pyrepr }}
 INSTRUCTIONS = (
-    "Tools of the toolc project " + SERVER_NAME + ". Every call goes through a policy-checked router: a refused "
+    "Tools of the toolc project "
+    + PROJECT
+    + ". Every call goes through a policy-checked router: a refused "
     "call comes back as an error result that says which gate refused it and why."
 )
 MAX_CALLS = 16
@@ -39,16 +41,30 @@ def call_result(result: ToolResult) -> types.CallToolResult:
     """The router's result as MCP content (`structuredContent` only when the result is a JSON object)."""
     structured = result.structured if isinstance(result.structured, dict) else None
     try:
-        return types.CallToolResult(content=result.content, structured_content=structured, is_error=result.is_error)
+        return types.CallToolResult(
+            content=result.content,
+            structured_content=structured,
+            is_error=result.is_error,
+        )
     except ValidationError:
         # A content block this SDK cannot carry: send its text form rather than fail the call.
-        logger.debug("result of %s has content the SDK rejects", result.tool_id, exc_info=True)
+        logger.debug(
+            "result of %s has content the SDK rejects", result.tool_id, exc_info=True
+        )
         text = result.error or "the tool returned content that cannot be sent over MCP"
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=True
+        )
 
 
-def mcp_server(router: Router, catalog: ServedCatalog | None = None, *, max_calls: int = MAX_CALLS,
-               limiter: anyio.CapacityLimiter | None = None, context: InvocationContext | None = None) -> Server[Any]:
+def mcp_server(
+    router: Router,
+    catalog: ServedCatalog | None = None,
+    *,
+    max_calls: int = MAX_CALLS,
+    limiter: anyio.CapacityLimiter | None = None,
+    context: InvocationContext | None = None,
+) -> Server[Any]:
     """A low-level MCP server whose tools are the catalog's and whose calls go through `router`, at most
     `max_calls` at once (or as many as `limiter`, when it is shared with other ways in)."""
     served = catalog or ServedCatalog()
@@ -56,21 +72,27 @@ def mcp_server(router: Router, catalog: ServedCatalog | None = None, *, max_call
     base = context or router.default_context
     call_context = base if base.actor else dataclasses.replace(base, actor="mcp")
 
-    async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def on_list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         try:
             return served.page(params.cursor if params is not None else None)
         except UnknownCursor:
             raise MCPError(types.INVALID_PARAMS, "unknown cursor") from None
 
-    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         # An unknown name still goes through the router, so the refusal is audited like any other.
         tool_id = served.tool_id(params.name) or params.name
         async with limiter:
-            result = await router.call_tool(tool_id, params.arguments or {}, context=call_context)
+            result = await router.call_tool(
+                tool_id, params.arguments or {}, context=call_context
+            )
         return call_result(result)
 
     return Server(
-        SERVER_NAME,
+        PROJECT,
         version="1",
         instructions=INSTRUCTIONS,
         get_tool_input_schema=served.input_schema,
@@ -79,7 +101,9 @@ def mcp_server(router: Router, catalog: ServedCatalog | None = None, *, max_call
     )
 
 
-async def run_stdio(router: Router, catalog: ServedCatalog | None = None, *, max_calls: int = MAX_CALLS) -> None:
+async def run_stdio(
+    router: Router, catalog: ServedCatalog | None = None, *, max_calls: int = MAX_CALLS
+) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin; then flush the audit."""
     server = mcp_server(router, catalog, max_calls=max_calls)
     try:

@@ -126,10 +126,14 @@ class SqliteAuditSink:
                 raise RuntimeError("audit sink is closed")
             connection = self._connection or self._open()
             try:
-                with connection:  # one transaction: committed on success, rolled back on any failure
+                with (
+                    connection
+                ):  # one transaction: committed on success, rolled back on any failure
                     connection.executemany(_INSERT, rows)
             except sqlite3.Error as exc:
-                raise RuntimeError(f"audit sink cannot write ({type(exc).__name__}: {exc})") from exc
+                raise RuntimeError(
+                    f"audit sink cannot write ({type(exc).__name__}: {exc})"
+                ) from exc
             self._commits += 1
             if self._commits % CHECKPOINT_EVERY == 0:
                 self._checkpoint.set()
@@ -151,9 +155,13 @@ class SqliteAuditSink:
     def _open(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level="DEFERRED")
+            connection = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level="DEFERRED"
+            )
         except (OSError, sqlite3.Error) as exc:
-            raise RuntimeError(f"audit sink cannot open {self.path.name} ({type(exc).__name__})") from exc
+            raise RuntimeError(
+                f"audit sink cannot open {self.path.name} ({type(exc).__name__})"
+            ) from exc
         try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA synchronous={self._synchronous}")
@@ -161,11 +169,14 @@ class SqliteAuditSink:
             connection.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             connection.close()
-            raise RuntimeError(f"audit sink cannot prepare {self.path.name} ({type(exc).__name__}: {exc})") from exc
+            raise RuntimeError(
+                f"audit sink cannot prepare {self.path.name} ({type(exc).__name__}: {exc})"
+            ) from exc
         self._connection = connection
         if self._checkpointer is None:
-            self._checkpointer = threading.Thread(target=self._checkpoints, name="toolc-audit-checkpoint",
-                                                  daemon=True)
+            self._checkpointer = threading.Thread(
+                target=self._checkpoints, name="toolc-audit-checkpoint", daemon=True
+            )
             self._checkpointer.start()
         return connection
 
@@ -182,7 +193,10 @@ class SqliteAuditSink:
                     connection = connection or sqlite3.connect(self.path)
                     connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 except sqlite3.Error:
-                    logger.debug("audit checkpoint failed; the WAL grows until the next one", exc_info=True)
+                    logger.debug(
+                        "audit checkpoint failed; the WAL grows until the next one",
+                        exc_info=True,
+                    )
         finally:
             if connection is not None:
                 connection.close()
@@ -190,5 +204,13 @@ class SqliteAuditSink:
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:
     payload = json.dumps(dict(event.payload), sort_keys=True, default=str)
-    return (event.invocation_id, event.event_type, event.tool_id, event.task_id, event.project_id, event.mode,
-            event.created_at, payload)
+    return (
+        event.invocation_id,
+        event.event_type,
+        event.tool_id,
+        event.task_id,
+        event.project_id,
+        event.mode,
+        event.created_at,
+        payload,
+    )

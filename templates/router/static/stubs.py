@@ -12,14 +12,25 @@ from typing import Any
 
 from . import InvocationContext, ToolResult, call_tool
 
-__all__ = ["InvocationContext", "ToolCallError", "ToolResult", "build_arguments", "call_tool", "structured"]
+__all__ = [
+    "InvocationContext",
+    "ToolCallError",
+    "ToolResult",
+    "build_arguments",
+    "call_tool",
+    "structured",
+]
 
 
 class ToolCallError(Exception):
     """A typed stub got no structured result: the tool reported an error, or returned no structured content."""
 
     def __init__(self, tool_id: str, result: ToolResult) -> None:
-        reason = "the tool reported an error" if result.is_error else "the tool returned no structured content"
+        reason = (
+            "the tool reported an error"
+            if result.is_error
+            else "the tool returned no structured content"
+        )
         super().__init__(f"{tool_id}: {reason}")
         self.tool_id = tool_id
         self.result = result
@@ -35,19 +46,28 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def build_arguments(model: Any, *, required: dict[str, Any] | None = None,
-                    optional: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_arguments(
+    model: Any,
+    *,
+    required: dict[str, Any] | None = None,
+    optional: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The JSON-ready `arguments` for `call_tool`, keyed by the input schema's property names.
 
     Optional arguments left at None are omitted; a group the tool does not have is left out (None). `model` is the tool's pydantic input model (None when the
     schema could not be typed): it validates the arguments and dumps them by alias, so the keys are the wire
     names even where the Python names differ.
     """
-    data = {**(required or {}), **{key: value for key, value in (optional or {}).items() if value is not None}}
+    data = {
+        **(required or {}),
+        **{key: value for key, value in (optional or {}).items() if value is not None},
+    }
     if model is None:
         plain: dict[str, Any] = _jsonable(data)
         return plain
-    dumped: dict[str, Any] = model.model_validate(data).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    dumped: dict[str, Any] = model.model_validate(data).model_dump(
+        mode="json", by_alias=True, exclude_unset=True
+    )
     return dumped
 
 

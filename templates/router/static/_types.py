@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .shapes import Shape
+
 LOW = 0
 MEDIUM = 1
 HIGH = 2
@@ -111,12 +113,6 @@ class PolicySpec:
     audit_db: str = "toolc_audit.sqlite3"
 
 
-Shape = Mapping[str, Any]
-"""How to rewrite one value a model produced into the value the tool expects: the compiler's name-map shape
-(keys `rename`, `optional`, `properties`, `items`, `anyOf`, `keys`, `ref`, `entries`, `json`; see
-`providers.rewrite`)."""
-
-
 @dataclass(frozen=True, slots=True)
 class NameEntry:
     """A provider-facing tool name routed back: the tool id, and the shape (plus the shapes its `ref`s name) that
@@ -159,4 +155,9 @@ class ToolResult:
 
     @classmethod
     def failure(cls, message: str, **fields: Any) -> ToolResult:
-        return cls(content=[{"type": "text", "text": message}], is_error=True, error=message, **fields)
+        return cls(
+            content=[{"type": "text", "text": message}],
+            is_error=True,
+            error=message,
+            **fields,
+        )

@@ -36,8 +36,21 @@ _RESERVED_KEPT = ":/?[]@!$'()*,;"
 _UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 _BAD_HEADER_TEXT = re.compile(r"[^\t\x20-\x7e]")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "cookie", "te", "upgrade",
-                              "trailer", "keep-alive", "proxy-authorization", "content-type"})
+_FRAMING_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "cookie",
+        "te",
+        "upgrade",
+        "trailer",
+        "keep-alive",
+        "proxy-authorization",
+        "content-type",
+    }
+)
 """Headers the HTTP layer owns: an argument naming one is refused (a hostile document could declare them)."""
 _MAX_DEPTH = 32
 CREDENTIAL = "a credential"
@@ -95,23 +108,37 @@ def to_json(value: Any, what: str) -> str:
     try:
         return json.dumps(_whole(value), allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
-        raise RouterError(f"{what}: not JSON data ({type(exc).__name__}: {str(exc)[:200]})") from None
+        raise RouterError(
+            f"{what}: not JSON data ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
 
 
 def _pct(text: str, reserved: bool = False) -> str:
-    if _UNRESERVED.fullmatch(text):  # the common case, without urllib's encode/decode round trip
+    if _UNRESERVED.fullmatch(
+        text
+    ):  # the common case, without urllib's encode/decode round trip
         return text
     return quote(text, safe=_RESERVED_KEPT if reserved else "")
 
 
 def _shape(arg: HttpArg, value: Any) -> str:
     """`primitive`, `array` or `object`, checked against the schema's type where it names one."""
-    shape = "object" if isinstance(value, Mapping) else "array" if isinstance(value, list | tuple) else "primitive"
+    shape = (
+        "object"
+        if isinstance(value, Mapping)
+        else "array"
+        if isinstance(value, list | tuple)
+        else "primitive"
+    )
     expected = arg.kind
     if expected in ("string", "integer", "number", "boolean") and shape != "primitive":
-        raise RouterError(f"argument {arg.name!r}: a {shape} where the schema says {expected}")
+        raise RouterError(
+            f"argument {arg.name!r}: a {shape} where the schema says {expected}"
+        )
     if expected in ("array", "object") and shape != expected and value is not None:
-        raise RouterError(f"argument {arg.name!r}: a {shape} where the schema says {expected}")
+        raise RouterError(
+            f"argument {arg.name!r}: a {shape} where the schema says {expected}"
+        )
     return shape
 
 
@@ -120,6 +147,7 @@ def _pairs(value: Mapping[str, Any], what: str) -> list[tuple[str, str]]:
 
 
 # --- path ---------------------------------------------------------------------------------------------------------
+
 
 def path_value(arg: HttpArg, value: Any) -> str:
     """RFC 6570 `{name}`, `{.name}` or `{;name}` (`*` with explode), every character outside unreserved encoded."""
@@ -134,7 +162,10 @@ def path_value(arg: HttpArg, value: Any) -> str:
     elif shape == "array":
         items = [_pct(scalar(item, arg.name)) for item in value]
     else:
-        items = [f"{_pct(k)}={_pct(v)}" if explode else f"{_pct(k)},{_pct(v)}" for k, v in _pairs(value, arg.name)]
+        items = [
+            f"{_pct(k)}={_pct(v)}" if explode else f"{_pct(k)},{_pct(v)}"
+            for k, v in _pairs(value, arg.name)
+        ]
     style = arg.style or "simple"
     if style == "label":
         text = "." + ("." if explode else ",").join(items)
@@ -149,7 +180,9 @@ def path_value(arg: HttpArg, value: Any) -> str:
     elif style == "simple":
         text = ",".join(items)
     else:
-        raise RouterError(f"path parameter {name!r}: style {style!r} is not a path style")
+        raise RouterError(
+            f"path parameter {name!r}: style {style!r} is not a path style"
+        )
     if not text:
         raise RouterError(f"path parameter {name!r} is empty: it would change the path")
     return text
@@ -165,7 +198,9 @@ def expand_path(template: str, values: Mapping[str, str]) -> str:
     path = _TEMPLATE.sub(one, template)
     for segment in path.split("/"):
         if _dot_segment(segment):
-            raise RouterError(f"path {path!r} has a dot segment: refused (it would reach another path)")
+            raise RouterError(
+                f"path {path!r} has a dot segment: refused (it would reach another path)"
+            )
     return path
 
 
@@ -177,7 +212,9 @@ def _dot_segment(segment: str) -> bool:
     """Whether `segment` is, or becomes after what servers and proxies do to paths, a `.` or `..` segment: decoding
     (once, twice: a proxy decodes, then the application), `%2F` and `\\` as separators (nginx, IIS), overlong
     UTF-8 separators, fullwidth dots (NFKC)."""
-    if _UNRESERVED.fullmatch(segment):  # the common case: nothing to decode, split or normalise
+    if _UNRESERVED.fullmatch(
+        segment
+    ):  # the common case: nothing to decode, split or normalise
         return segment in (".", "..")
     text = segment
     for _ in range(4):
@@ -194,15 +231,23 @@ def _dot_segment(segment: str) -> bool:
 
 # --- query, form bodies -------------------------------------------------------------------------------------------
 
+
 def _deep(prefix: str, value: Any, what: str, depth: int = 0) -> list[tuple[str, str]]:
     """deepObject: `name[key]=v`, nested `name[a][b]=v`, arrays `name[0]=v`; keys are encoded inside the brackets."""
     if depth > _MAX_DEPTH:
         raise RouterError(f"{what}: nested too deeply")
     if isinstance(value, Mapping):
-        return [pair for key, item in value.items()
-                for pair in _deep(f"{prefix}[{_pct(str(key))}]", item, what, depth + 1)]
+        return [
+            pair
+            for key, item in value.items()
+            for pair in _deep(f"{prefix}[{_pct(str(key))}]", item, what, depth + 1)
+        ]
     if isinstance(value, list | tuple):
-        return [pair for index, item in enumerate(value) for pair in _deep(f"{prefix}[{index}]", item, what, depth + 1)]
+        return [
+            pair
+            for index, item in enumerate(value)
+            for pair in _deep(f"{prefix}[{index}]", item, what, depth + 1)
+        ]
     return [(prefix, scalar(value, what))]
 
 
@@ -216,12 +261,17 @@ def form_pairs(arg: HttpArg, value: Any) -> list[tuple[str, str, bool]]:
     style = arg.style or "form"
     explode = arg.explode if arg.explode is not None else style == "form"
     if style == "deepObject":
-        return [(key, _pct(item, reserved), True) for key, item in _deep(name, value, arg.name)]
+        return [
+            (key, _pct(item, reserved), True)
+            for key, item in _deep(name, value, arg.name)
+        ]
     if shape == "primitive":
         return [(name, _pct(scalar(value, arg.name), reserved), True)]
     delimiter = {"spaceDelimited": "%20", "pipeDelimited": "|"}.get(style, ",")
     if style not in ("form", "spaceDelimited", "pipeDelimited"):
-        raise RouterError(f"query parameter {arg.wire_name!r}: style {style!r} is not a query style")
+        raise RouterError(
+            f"query parameter {arg.wire_name!r}: style {style!r} is not a query style"
+        )
     if shape == "array":
         items = [_pct(scalar(item, arg.name), reserved) for item in value]
         if explode:
@@ -230,21 +280,36 @@ def form_pairs(arg: HttpArg, value: Any) -> list[tuple[str, str, bool]]:
     pairs = _pairs(value, arg.name)
     if explode:
         return [(_pct(key), _pct(item, reserved), False) for key, item in pairs]
-    return [(name, delimiter.join(f"{_pct(k)}{delimiter}{_pct(v, reserved)}" for k, v in pairs), True)]
+    return [
+        (
+            name,
+            delimiter.join(
+                f"{_pct(k)}{delimiter}{_pct(v, reserved)}" for k, v in pairs
+            ),
+            True,
+        )
+    ]
 
 
-def _present(arg: HttpArg, pairs: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+def _present(
+    arg: HttpArg, pairs: list[tuple[str, str, bool]]
+) -> list[tuple[str, str, bool]]:
     """An empty array or object expands to nothing (RFC 6570 "undefined"): a required parameter would vanish."""
     if not pairs and (arg.required or arg.required_in_body):
-        raise RouterError(f"argument {arg.name!r} is required, but an empty array or object would send nothing")
+        raise RouterError(
+            f"argument {arg.name!r} is required, but an empty array or object would send nothing"
+        )
     return pairs
 
 
 # --- header, cookie -----------------------------------------------------------------------------------------------
 
+
 def header_text(text: str, what: str) -> str:
     if _BAD_HEADER_TEXT.search(text):
-        raise RouterError(f"{what}: a header value may hold only visible ASCII (no CR, LF or control characters)")
+        raise RouterError(
+            f"{what}: a header value may hold only visible ASCII (no CR, LF or control characters)"
+        )
     return text
 
 
@@ -257,7 +322,10 @@ def header_value(arg: HttpArg, value: Any) -> str:
     elif shape == "array":
         text = ",".join(scalar(item, arg.name) for item in value)
     else:
-        text = ",".join(f"{k}={v}" if arg.explode else f"{k},{v}" for k, v in _pairs(value, arg.name))
+        text = ",".join(
+            f"{k}={v}" if arg.explode else f"{k},{v}"
+            for k, v in _pairs(value, arg.name)
+        )
     return header_text(text, f"header {arg.wire_name!r}")
 
 
@@ -271,7 +339,11 @@ def cookie_pairs(arg: HttpArg, value: Any) -> list[tuple[str, str, bool]]:
         return [(arg.wire_name, _pct(scalar(value, arg.name)), True)]
     if shape == "array":
         items = [_pct(scalar(item, arg.name)) for item in value]
-        return [(arg.wire_name, item, True) for item in items] if explode else [(arg.wire_name, ",".join(items), True)]
+        return (
+            [(arg.wire_name, item, True) for item in items]
+            if explode
+            else [(arg.wire_name, ",".join(items), True)]
+        )
     pairs = _pairs(value, arg.name)
     if explode:
         return [(key, _pct(item), False) for key, item in pairs]
@@ -279,6 +351,7 @@ def cookie_pairs(arg: HttpArg, value: Any) -> list[tuple[str, str, bool]]:
 
 
 # --- credentials --------------------------------------------------------------------------------------------------
+
 
 def credential_keys(spec: HttpSpec) -> dict[str, set[str]]:
     """Every key a credential of any security alternative may take, by location (header names lower-case)."""
@@ -291,48 +364,74 @@ def credential_keys(spec: HttpSpec) -> dict[str, set[str]]:
 
 
 def credential_key(scheme: AuthScheme) -> tuple[str, str]:
-    if scheme.type == "apiKey" and scheme.param_name and scheme.location in ("query", "cookie"):
+    if (
+        scheme.type == "apiKey"
+        and scheme.param_name
+        and scheme.location in ("query", "cookie")
+    ):
         return scheme.location, scheme.param_name
     if scheme.type == "apiKey" and scheme.param_name:
         return "header", scheme.param_name.lower()
     return "header", "authorization"
 
 
-def attach_credentials(spec: HttpSpec, credentials: Mapping[str, str]) -> tuple[list[tuple[str, str]],
-                                                                                 dict[str, str], list[tuple[str, str]]]:
+def attach_credentials(
+    spec: HttpSpec, credentials: Mapping[str, str]
+) -> tuple[list[tuple[str, str]], dict[str, str], list[tuple[str, str]]]:
     """The first security alternative whose every scheme has a credential: (query pairs, headers, cookies)."""
     query: list[tuple[str, str]] = []
     headers: dict[str, str] = {}
     cookies: list[tuple[str, str]] = []
     for alternative in spec.security:
-        if not alternative or not all(scheme.name in credentials for scheme in alternative):
+        if not alternative or not all(
+            scheme.name in credentials for scheme in alternative
+        ):
             continue
         for scheme in alternative:
             secret = credentials[scheme.name]
             if "\r" in secret or "\n" in secret or "\x00" in secret:
-                raise RouterError(f"credential {scheme.name!r} holds a line break or NUL: refused")
-            if scheme.type == "apiKey" and scheme.param_name and scheme.location == "query":
+                raise RouterError(
+                    f"credential {scheme.name!r} holds a line break or NUL: refused"
+                )
+            if (
+                scheme.type == "apiKey"
+                and scheme.param_name
+                and scheme.location == "query"
+            ):
                 query.append((_pct(scheme.param_name), _pct(secret)))
-            elif scheme.type == "apiKey" and scheme.param_name and scheme.location == "cookie":
+            elif (
+                scheme.type == "apiKey"
+                and scheme.param_name
+                and scheme.location == "cookie"
+            ):
                 cookies.append((scheme.param_name, _pct(secret)))
             elif scheme.type == "apiKey" and scheme.param_name:
-                headers[scheme.param_name] = header_text(secret, f"credential {scheme.name!r}")
+                headers[scheme.param_name] = header_text(
+                    secret, f"credential {scheme.name!r}"
+                )
             elif scheme.type == "http" and (scheme.scheme or "").lower() == "basic":
-                headers["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
+                headers["Authorization"] = (
+                    "Basic " + base64.b64encode(secret.encode()).decode()
+                )
             else:
-                headers["Authorization"] = header_text(f"Bearer {secret}", f"credential {scheme.name!r}")
+                headers["Authorization"] = header_text(
+                    f"Bearer {secret}", f"credential {scheme.name!r}"
+                )
         break
     return query, headers, cookies
 
 
 # --- the request --------------------------------------------------------------------------------------------------
 
+
 def loose_key(key: str) -> str:
     """What some server may read a (decoded) key as: case-folded (ASP.NET), NFKC (fullwidth letters), without
     control or format characters nor surrounding spaces, `.` and space as `_` (PHP), up to a `[` (`tenant[x]` is
     `tenant` to many)."""
     text = unicodedata.normalize("NFKC", key).casefold()
-    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    text = "".join(
+        c for c in text if unicodedata.category(c) not in ("Cc", "Cf")
+    ).strip()
     return "".join("_" if c in ". " else c for c in text).split("[", 1)[0]
 
 
@@ -343,17 +442,26 @@ class _Keys:
     name a lenient server reads as a credential's or a preset's (`SID` next to the cookie `sid`, a header
     `X_API_Key`, which CGI and WSGI read as `X-API-Key`) is refused too: those are always sent."""
 
-    def __init__(self, location: str, owners: Mapping[str, str], spec: HttpSpec | None = None) -> None:
+    def __init__(
+        self, location: str, owners: Mapping[str, str], spec: HttpSpec | None = None
+    ) -> None:
         self.location = location
         self.owners = owners
         # A credential's key in another location counts too: some servers read query, form and cookies as one
         # bag (ASP.NET `Request[name]` looks in the query first), so `?sid=` would stand in for the cookie `sid`.
         elsewhere = credential_keys(spec) if spec is not None else {}
-        self.loose = {self._loosen(key): CREDENTIAL for where, keys in elsewhere.items() if where != "header"
-                      for key in keys}
+        self.loose = {
+            self._loosen(key): CREDENTIAL
+            for where, keys in elsewhere.items()
+            if where != "header"
+            for key in keys
+        }
         self.loose.update({self._loosen(key): owner for key, owner in owners.items()})
-        self.fixed = {self._loosen(key): owner for key, owner in owners.items()
-                      if owner == CREDENTIAL or owner.startswith(PRESET)}
+        self.fixed = {
+            self._loosen(key): owner
+            for key, owner in owners.items()
+            if owner == CREDENTIAL or owner.startswith(PRESET)
+        }
         self.free: set[str] = set()
 
     def _loosen(self, key: str) -> str:
@@ -368,53 +476,98 @@ class _Keys:
             fixed = self.fixed.get(loose, producer)
             if fixed == producer:
                 return
-            raise RouterError(f"argument {producer!r} would set {self.location} {fold!r}, which a server may read "
-                              f"as the key of {fixed}: refused")
+            raise RouterError(
+                f"argument {producer!r} would set {self.location} {fold!r}, which a server may read "
+                f"as the key of {fixed}: refused"
+            )
         if owner is None and not owned:
             owner = self.loose.get(loose)
         if owner is not None:
-            raise RouterError(f"argument {producer!r} would set {self.location} {fold!r}, which belongs to "
-                              f"{owner}: refused")
+            raise RouterError(
+                f"argument {producer!r} would set {self.location} {fold!r}, which belongs to "
+                f"{owner}: refused"
+            )
         if loose in self.free:
-            raise RouterError(f"argument {producer!r} would repeat {self.location} {fold!r}: refused")
+            raise RouterError(
+                f"argument {producer!r} would repeat {self.location} {fold!r}: refused"
+            )
         self.free.add(loose)
 
 
-def _owners(spec: HttpSpec, presets: Mapping[str, Mapping[str, Any]], location: str) -> dict[str, str]:
+def _owners(
+    spec: HttpSpec, presets: Mapping[str, Mapping[str, Any]], location: str
+) -> dict[str, str]:
     def fold(key: str) -> str:
         return key.lower() if location == "header" else key
 
-    owners = {fold(arg.wire_name): arg.name for arg in spec.arguments if arg.location == location}
+    owners = {
+        fold(arg.wire_name): arg.name
+        for arg in spec.arguments
+        if arg.location == location
+    }
     if location == "body":
-        owners = {arg.wire_name: arg.name for arg in spec.arguments if arg.location == "body" and not arg.whole_body}
-    owners.update({fold(key): f"{PRESET}{location} {key!r}" for key in presets.get(location, {})})
+        owners = {
+            arg.wire_name: arg.name
+            for arg in spec.arguments
+            if arg.location == "body" and not arg.whole_body
+        }
+    owners.update(
+        {fold(key): f"{PRESET}{location} {key!r}" for key in presets.get(location, {})}
+    )
     owners.update({key: CREDENTIAL for key in credential_keys(spec)[location]})
     return owners
 
 
-def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
-                  presets: Mapping[str, Mapping[str, Any]], credentials: Mapping[str, str]) -> HttpRequest:
+def build_request(
+    spec: HttpSpec,
+    base_url: str,
+    arguments: Mapping[str, Any],
+    presets: Mapping[str, Mapping[str, Any]],
+    credentials: Mapping[str, str],
+) -> HttpRequest:
     """The request for `arguments` (the model's, untrusted) plus `presets` and the credentials; RouterError when
     anything can't be encoded by the rules, before anything is sent."""
     by_name = {arg.name: arg for arg in spec.arguments}
     unknown = sorted(name for name in arguments if name not in by_name)
     if unknown:
-        raise RouterError(f"unknown argument(s) {', '.join(map(repr, unknown))}: refused")
-    pinned = sorted(name for name in arguments if by_name[name].wire_name in presets.get(by_name[name].location, {}))
+        raise RouterError(
+            f"unknown argument(s) {', '.join(map(repr, unknown))}: refused"
+        )
+    pinned = sorted(
+        name
+        for name in arguments
+        if by_name[name].wire_name in presets.get(by_name[name].location, {})
+    )
     if pinned:
-        raise RouterError(f"argument(s) {', '.join(map(repr, pinned))} are set by a preset: refused")
-    given: list[tuple[HttpArg, Any]] = [(arg, arguments[arg.name]) for arg in spec.arguments if arg.name in arguments]
+        raise RouterError(
+            f"argument(s) {', '.join(map(repr, pinned))} are set by a preset: refused"
+        )
+    given: list[tuple[HttpArg, Any]] = [
+        (arg, arguments[arg.name]) for arg in spec.arguments if arg.name in arguments
+    ]
+    # Presets come resolved by location (one of LOCATIONS) and wire name: the compiler turned flat and layered
+    # ones into this form and refused the rest (TC312/TC316/TC317).
     for location, values in presets.items():
-        if location not in LOCATIONS:
-            raise RouterError(f"preset location {location!r} is not one of {', '.join(LOCATIONS)}")
         for wire_name, value in values.items():
-            known = next((a for a in spec.arguments if a.location == location and a.wire_name == wire_name), None)
-            preset_arg = HttpArg(f"{PRESET}{location} {wire_name!r}", wire_name, location,
-                                 style=known.style if known else None, explode=known.explode if known else None,
-                                 whole_body=known.whole_body if known else False,
-                                 content_type=known.content_type if known else None,
-                                 allow_reserved=known.allow_reserved if known else False,
-                                 kind=known.kind if known else None)
+            known = next(
+                (
+                    a
+                    for a in spec.arguments
+                    if a.location == location and a.wire_name == wire_name
+                ),
+                None,
+            )
+            preset_arg = HttpArg(
+                f"{PRESET}{location} {wire_name!r}",
+                wire_name,
+                location,
+                style=known.style if known else None,
+                explode=known.explode if known else None,
+                whole_body=known.whole_body if known else False,
+                content_type=known.content_type if known else None,
+                allow_reserved=known.allow_reserved if known else False,
+                kind=known.kind if known else None,
+            )
             given.append((preset_arg, value))
 
     path_values: dict[str, str] = {}
@@ -435,8 +588,12 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
                 query.check(key.split("[", 1)[0] if owned else key, owned, arg.name)
                 query_pairs.append((key, text))
         elif arg.location == "header":
-            if arg.wire_name.lower() in _FRAMING_HEADERS or not _TOKEN.fullmatch(arg.wire_name):
-                raise RouterError(f"header {arg.wire_name!r} is not one an argument may set")
+            if arg.wire_name.lower() in _FRAMING_HEADERS or not _TOKEN.fullmatch(
+                arg.wire_name
+            ):
+                raise RouterError(
+                    f"header {arg.wire_name!r} is not one an argument may set"
+                )
             headers.check(arg.wire_name, True, arg.name)
             request.headers[arg.wire_name] = header_value(arg, value)
         elif arg.location == "cookie":
@@ -455,14 +612,22 @@ def build_request(spec: HttpSpec, base_url: str, arguments: Mapping[str, Any],
     request.headers.update(auth_headers)
     request.cookies.extend(auth_cookies)
     path = expand_path(spec.path, path_values)
-    request.url = base_url.rstrip("/") + path + ("?" + "&".join(f"{k}={v}" for k, v in query_pairs)
-                                                 if query_pairs else "")
+    request.url = (
+        base_url.rstrip("/")
+        + path
+        + ("?" + "&".join(f"{k}={v}" for k, v in query_pairs) if query_pairs else "")
+    )
     _encode_body(request, spec, body_fields, whole_body, presets)
     return request
 
 
-def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpArg, Any]], whole: list[Any],
-                 presets: Mapping[str, Mapping[str, Any]]) -> None:
+def _encode_body(
+    request: HttpRequest,
+    spec: HttpSpec,
+    fields: list[tuple[HttpArg, Any]],
+    whole: list[Any],
+    presets: Mapping[str, Mapping[str, Any]],
+) -> None:
     media = spec.body_content_type
     if media is None:
         if fields or whole:
@@ -473,9 +638,15 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
         body: Any = whole[-1]
     elif fields:
         given = {arg.wire_name for arg, _ in fields}
-        missing = [a.name for a in spec.arguments if a.required_in_body and a.wire_name not in given]
+        missing = [
+            a.name
+            for a in spec.arguments
+            if a.required_in_body and a.wire_name not in given
+        ]
         if missing:
-            raise RouterError(f"body field(s) {', '.join(map(repr, missing))} are required when the body is sent")
+            raise RouterError(
+                f"body field(s) {', '.join(map(repr, missing))} are required when the body is sent"
+            )
         body = {arg.wire_name: value for arg, value in fields}
     elif spec.body_required:
         if any(a.whole_body for a in spec.arguments):
@@ -489,10 +660,16 @@ def _encode_body(request: HttpRequest, spec: HttpSpec, fields: list[tuple[HttpAr
             raise RouterError("a JSON Patch body is an array of operations")
         request.content = to_json(body, "request body").encode()
     elif base == "application/x-www-form-urlencoded":
-        request.content = _urlencoded(_Keys("body", _owners(spec, presets, "body"), spec), fields, body).encode()
+        request.content = _urlencoded(
+            _Keys("body", _owners(spec, presets, "body"), spec), fields, body
+        ).encode()
     elif base.startswith("multipart/"):
-        request.files = _multipart(_Keys("body", _owners(spec, presets, "body"), spec), fields, body)
-        request.content_type = None  # httpx2 writes multipart/form-data with its boundary
+        request.files = _multipart(
+            _Keys("body", _owners(spec, presets, "body"), spec), fields, body
+        )
+        request.content_type = (
+            None  # httpx2 writes multipart/form-data with its boundary
+        )
     elif isinstance(body, bytes):
         request.content = body
     elif isinstance(body, str):
@@ -512,18 +689,33 @@ def _urlencoded(keys: _Keys, fields: list[tuple[HttpArg, Any]], body: Any) -> st
         arg = args.get(wire_name) or HttpArg(wire_name, wire_name, "body")
         if value is None:
             continue
-        if arg.content_type and not ("json" in arg.content_type or arg.content_type.startswith("text/")):
-            raise RouterError(f"form field {wire_name!r}: content type {arg.content_type!r} can't be form-encoded")
-        field_arg = arg if arg.content_type is None or "json" in arg.content_type else \
-            HttpArg(arg.name, arg.wire_name, "body", style=arg.style, explode=arg.explode, kind=arg.kind)
+        if arg.content_type and not (
+            "json" in arg.content_type or arg.content_type.startswith("text/")
+        ):
+            raise RouterError(
+                f"form field {wire_name!r}: content type {arg.content_type!r} can't be form-encoded"
+            )
+        field_arg = (
+            arg
+            if arg.content_type is None or "json" in arg.content_type
+            else HttpArg(
+                arg.name,
+                arg.wire_name,
+                "body",
+                style=arg.style,
+                explode=arg.explode,
+                kind=arg.kind,
+            )
+        )
         for key, text, owned in _present(arg, form_pairs(field_arg, value)):
             keys.check(key.split("[", 1)[0] if owned else key, owned, arg.name)
             pairs.append((key, text))
     return "&".join(f"{k}={v}" for k, v in pairs)
 
 
-def _multipart(keys: _Keys, fields: list[tuple[HttpArg, Any]],
-               body: Any) -> list[tuple[str, tuple[str | None, bytes, str]]]:
+def _multipart(
+    keys: _Keys, fields: list[tuple[HttpArg, Any]], body: Any
+) -> list[tuple[str, tuple[str | None, bytes, str]]]:
     """Parts: like form fields, a part name belongs to one field or preset; names an exploded object adds are free
     and may be nobody else's (a second `currency` part next to a pinned one)."""
     if not isinstance(body, Mapping):
@@ -534,25 +726,54 @@ def _multipart(keys: _Keys, fields: list[tuple[HttpArg, Any]],
         if value is None:
             continue
         arg = args.get(name)
-        if arg is not None and arg.style is not None and isinstance(value, Mapping | list | tuple):
+        if (
+            arg is not None
+            and arg.style is not None
+            and isinstance(value, Mapping | list | tuple)
+        ):
             # An explicit `encoding.style` splits the value into parts named by it (`meta[k]`), as OAS 3.1 says
             # for multipart and as Stripe's server reads it; without one the part is the value's JSON. The
             # style wins over the part's default `contentType` (the parts are plain text).
-            styled = HttpArg(arg.name, arg.wire_name, "body", style=arg.style, explode=arg.explode, kind=arg.kind)
-            pairs = [(key, text, True) for key, text in _deep(name, value, name)] if arg.style == "deepObject" \
-                else [(unquote(key), unquote(text), owned) for key, text, owned in form_pairs(styled, value)]
+            styled = HttpArg(
+                arg.name,
+                arg.wire_name,
+                "body",
+                style=arg.style,
+                explode=arg.explode,
+                kind=arg.kind,
+            )
+            pairs = (
+                [(key, text, True) for key, text in _deep(name, value, name)]
+                if arg.style == "deepObject"
+                else [
+                    (unquote(key), unquote(text), owned)
+                    for key, text, owned in form_pairs(styled, value)
+                ]
+            )
             for key, text, owned in pairs:
-                keys.check(_pct(key.split("[", 1)[0] if owned else key), owned, arg.name)
+                keys.check(
+                    _pct(key.split("[", 1)[0] if owned else key), owned, arg.name
+                )
                 parts.append((key, (None, text.encode(), "text/plain")))
             continue
-        keys.check(_pct(name), arg is not None, arg.name if arg is not None else "the request body")
+        keys.check(
+            _pct(name),
+            arg is not None,
+            arg.name if arg is not None else "the request body",
+        )
         content_type = (arg.content_type if arg else None) or "text/plain"
         base = content_type.split(";", 1)[0].strip().lower()
         filename = name if base == "application/octet-stream" else None
         if base == "application/json" or base.endswith("+json"):
-            parts.append((name, (filename, to_json(value, name).encode(), content_type)))
+            parts.append(
+                (name, (filename, to_json(value, name).encode(), content_type))
+            )
             continue
         for item in value if isinstance(value, list | tuple) else [value]:
-            data = item if isinstance(item, bytes) else scalar(item, f"part {name!r}").encode()
+            data = (
+                item
+                if isinstance(item, bytes)
+                else scalar(item, f"part {name!r}").encode()
+            )
             parts.append((name, (filename, data, content_type)))
     return parts

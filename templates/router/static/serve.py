@@ -40,40 +40,94 @@ from .serve_mcp import MAX_CALLS, run_stdio
 
 
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(prog="python -m toolc_router.serve", description=__doc__.split("\n")[0])
+    parse = argparse.ArgumentParser(
+        prog="python -m toolc_router.serve", description=__doc__.split("\n")[0]
+    )
     parse.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    parse.add_argument("--host", default=DEFAULT_HOST, help="bind address (http; default %(default)s)")
-    parse.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (http; default %(default)s)")
-    parse.add_argument("--page-size", type=int, default=PAGE_SIZE, help="tools per tools/list page")
-    parse.add_argument("--max-body", type=int, default=MAX_BODY, help="largest request body in bytes (http)")
-    parse.add_argument("--max-calls", type=int, default=MAX_CALLS, help="tool calls running at once")
-    parse.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, help="open connections (http)")
-    parse.add_argument("--mode", choices=MODES, default="execution", help="invocation mode (policy gate 2)")
-    parse.add_argument("--spec-hash", help="the frozen spec's hash: lets execution mode run high-risk tools")
-    parse.add_argument("--project-id", help="the project the calls belong to (policy gate 4)")
-    parse.add_argument("--schemas-dir", type=Path, help="where schemas/<target>.json are (default: beside python/)")
+    parse.add_argument(
+        "--host", default=DEFAULT_HOST, help="bind address (http; default %(default)s)"
+    )
+    parse.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="port (http; default %(default)s)",
+    )
+    parse.add_argument(
+        "--page-size", type=int, default=PAGE_SIZE, help="tools per tools/list page"
+    )
+    parse.add_argument(
+        "--max-body",
+        type=int,
+        default=MAX_BODY,
+        help="largest request body in bytes (http)",
+    )
+    parse.add_argument(
+        "--max-calls", type=int, default=MAX_CALLS, help="tool calls running at once"
+    )
+    parse.add_argument(
+        "--max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        help="open connections (http)",
+    )
+    parse.add_argument(
+        "--mode",
+        choices=MODES,
+        default="execution",
+        help="invocation mode (policy gate 2)",
+    )
+    parse.add_argument(
+        "--spec-hash",
+        help="the frozen spec's hash: lets execution mode run high-risk tools",
+    )
+    parse.add_argument(
+        "--project-id", help="the project the calls belong to (policy gate 4)"
+    )
+    parse.add_argument(
+        "--schemas-dir",
+        type=Path,
+        help="where schemas/<target>.json are (default: beside python/)",
+    )
     return parse
 
 
 def main(argv: list[str] | None = None) -> int:
     options = parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
-    catalog = ServedCatalog(schemas_dir=options.schemas_dir, page_size=options.page_size)
-    context = InvocationContext(mode=options.mode, project_id=options.project_id,
-                                spec_frozen=options.spec_hash is not None, spec_hash=options.spec_hash)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s"
+    )
+    catalog = ServedCatalog(
+        schemas_dir=options.schemas_dir, page_size=options.page_size
+    )
+    context = InvocationContext(
+        mode=options.mode,
+        project_id=options.project_id,
+        spec_frozen=options.spec_hash is not None,
+        spec_hash=options.spec_hash,
+    )
     router = Router(default_context=context)
     try:
         if options.transport == "stdio":
             anyio.run(lambda: run_stdio(router, catalog, max_calls=options.max_calls))
             return 0
-        server = uvicorn_server(router, host=options.host, port=options.port, catalog=catalog,
-                                max_body=options.max_body, max_calls=options.max_calls,
-                                max_connections=options.max_connections)
+        server = uvicorn_server(
+            router,
+            host=options.host,
+            port=options.port,
+            catalog=catalog,
+            max_body=options.max_body,
+            max_calls=options.max_calls,
+            max_connections=options.max_connections,
+        )
     except ServeError as exc:
         print(f"toolc_router.serve: {exc}", file=sys.stderr)
         return 2
-    print(f"toolc_router.serve: MCP at http://{options.host}:{options.port}/mcp, tools at "
-          f"http://{options.host}:{options.port}/tools", file=sys.stderr)
+    print(
+        f"toolc_router.serve: MCP at http://{options.host}:{options.port}/mcp, tools at "
+        f"http://{options.host}:{options.port}/tools",
+        file=sys.stderr,
+    )
     # uvicorn shuts down gracefully on SIGINT/SIGTERM (running calls finish, the audit is flushed and closed),
     # then re-raises the signal: let that end the process with status 0, a clean shutdown.
     for signum in (signal.SIGINT, signal.SIGTERM):

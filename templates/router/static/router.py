@@ -48,15 +48,24 @@ from .redact import printable, redact, redact_data, secret_values
 from .validate import ArgumentValidator
 
 logger = logging.getLogger(__name__)
-PostProcessor = Callable[[ToolSpec, dict[str, Any], ToolResult], "ToolResult | Awaitable[ToolResult]"]
+PostProcessor = Callable[
+    [ToolSpec, dict[str, Any], ToolResult], "ToolResult | Awaitable[ToolResult]"
+]
 AUDIT_DB_ENV = "TOOLC_AUDIT_DB"
 MAX_TOOL_ID = 300
 
 
 def mcp_result(result: CallToolResult) -> ToolResult:
-    content = [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
-    return ToolResult(structured=result.structured_content, content=content, is_error=result.is_error,
-                      error="the tool reported an error" if result.is_error else None)
+    content = [
+        block.model_dump(by_alias=True, exclude_none=True, mode="json")
+        for block in result.content
+    ]
+    return ToolResult(
+        structured=result.structured_content,
+        content=content,
+        is_error=result.is_error,
+        error="the tool reported an error" if result.is_error else None,
+    )
 
 
 class Router:
@@ -72,15 +81,21 @@ class Router:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
             policy,
-            {**{s.id: s.deny_side_effect_tags for s in SERVERS.values()},
-             **{a.id: a.deny_side_effect_tags for a in HTTP_APIS.values()}},
+            {
+                **{s.id: s.deny_side_effect_tags for s in SERVERS.values()},
+                **{a.id: a.deny_side_effect_tags for a in HTTP_APIS.values()},
+            },
             self._environ,
         )
         self._limit = policy.max_concurrency
         if audit_sink is None:
-            audit_sink = configured_sink(self._environ, self._environ.get(AUDIT_DB_ENV) or policy.audit_db)
+            audit_sink = configured_sink(
+                self._environ, self._environ.get(AUDIT_DB_ENV) or policy.audit_db
+            )
         self.audit: AuditSink = audit_sink
-        self.trace_content = telemetry.capture_from_env() if trace_content is None else trace_content
+        self.trace_content = (
+            telemetry.capture_from_env() if trace_content is None else trace_content
+        )
         """Record the model's arguments and the result on spans (redacted); off by default."""
         self.default_context = default_context or InvocationContext()
         self.validator = ArgumentValidator()
@@ -106,29 +121,60 @@ class Router:
 
     # Calls -------------------------------------------------------------------------------------------------
 
-    async def call_tool(self, tool_id: str, arguments: Mapping[str, Any] | None = None, *,
-                        context: InvocationContext | None = None) -> ToolResult:
-        return await self.checked_call(tool_id, {} if arguments is None else arguments, context)
+    async def call_tool(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: InvocationContext | None = None,
+    ) -> ToolResult:
+        return await self.checked_call(
+            tool_id, {} if arguments is None else arguments, context
+        )
 
-    async def checked_call(self, tool_id: str, arguments: Any, context: InvocationContext | None,
-                           malformed: str | None = None, *, call_id: str | None = None) -> ToolResult:
+    async def checked_call(
+        self,
+        tool_id: str,
+        arguments: Any,
+        context: InvocationContext | None,
+        malformed: str | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> ToolResult:
         """`call_tool` for arguments of any shape (a provider's raw tool call); `malformed` refuses them as given."""
         context = context or self.default_context
         invocation_id = uuid.uuid4().hex
         tool = TOOLS.get(tool_id)
-        secrets = secret_values(SECRET_ENV, self._environ,
-                                (context.admin_token, *getattr(self.audit, "secrets", ())))
+        secrets = secret_values(
+            SECRET_ENV,
+            self._environ,
+            (context.admin_token, *getattr(self.audit, "secrets", ())),
+        )
         tracer = telemetry.tracer()
         if tracer is None:  # no OpenTelemetry SDK configured: no span, no cost
-            return await self._checked_call(tool_id, tool, arguments, context, malformed, invocation_id, secrets)
+            return await self._checked_call(
+                tool_id, tool, arguments, context, malformed, invocation_id, secrets
+            )
         span = telemetry.start(tracer, tool_id, tool, invocation_id, call_id, secrets)
-        with trace.use_span(span, end_on_exit=False):  # spans of the MCP / HTTP clients nest under this one
-            result = await self._checked_call(tool_id, tool, arguments, context, malformed, invocation_id, secrets)
+        with trace.use_span(
+            span, end_on_exit=False
+        ):  # spans of the MCP / HTTP clients nest under this one
+            result = await self._checked_call(
+                tool_id, tool, arguments, context, malformed, invocation_id, secrets
+            )
         telemetry.finish(span, result, arguments, self.trace_content, secrets)
         return result
 
-    async def _checked_call(self, tool_id: str, tool: ToolSpec | None, arguments: Any, context: InvocationContext,
-                            malformed: str | None, invocation_id: str, secrets: list[str]) -> ToolResult:
+    async def _checked_call(
+        self,
+        tool_id: str,
+        tool: ToolSpec | None,
+        arguments: Any,
+        context: InvocationContext,
+        malformed: str | None,
+        invocation_id: str,
+        secrets: list[str],
+    ) -> ToolResult:
         try:
             decision = await self.policy.check(tool, tool_id, context)
         except Exception:
@@ -137,27 +183,61 @@ class Router:
         if decision.allowed and tool is not None:
             problem = malformed or self.validator.problem(tool.id, arguments)
             if problem is not None:
-                decision = PolicyDecision(False, "validation", f"invalid arguments: {problem}")
+                decision = PolicyDecision(
+                    False, "validation", f"invalid arguments: {problem}"
+                )
         allowed = decision.allowed and tool is not None
         names = sorted(map(str, arguments)) if isinstance(arguments, Mapping) else []
-        events = [self._event(POLICY_DECISION, invocation_id, tool_id, context, secrets,
-                              {"allowed": allowed, "gate": decision.gate, "reason": decision.reason})]
+        events = [
+            self._event(
+                POLICY_DECISION,
+                invocation_id,
+                tool_id,
+                context,
+                secrets,
+                {"allowed": allowed, "gate": decision.gate, "reason": decision.reason},
+            )
+        ]
         if allowed and tool is not None:
-            events.append(self._event(INVOCATION_START, invocation_id, tool_id, context, secrets,
-                                      {"arguments": names, "kind": "http" if tool.http else "mcp"}))
+            events.append(
+                self._event(
+                    INVOCATION_START,
+                    invocation_id,
+                    tool_id,
+                    context,
+                    secrets,
+                    {"arguments": names, "kind": "http" if tool.http else "mcp"},
+                )
+            )
         else:
-            events.append(self._event(POLICY_VIOLATION, invocation_id, tool_id, context, secrets,
-                                      {"gate": decision.gate, "reason": decision.reason}))
+            events.append(
+                self._event(
+                    POLICY_VIOLATION,
+                    invocation_id,
+                    tool_id,
+                    context,
+                    secrets,
+                    {"gate": decision.gate, "reason": decision.reason},
+                )
+            )
         try:
             await self._record(events)
         except Exception as exc:
             logger.debug("audit sink refused %s", tool_id, exc_info=True)
             why = redact(f"{type(exc).__name__}: {exc}", secrets, limit=300)
-            return ToolResult.failure(f"audit unavailable ({why}); call refused", tool_id=tool_id,
-                                      invocation_id=invocation_id, denied_by="audit")
+            return ToolResult.failure(
+                f"audit unavailable ({why}); call refused",
+                tool_id=tool_id,
+                invocation_id=invocation_id,
+                denied_by="audit",
+            )
         if not allowed or tool is None:
-            return ToolResult.failure(redact(f"denied by {decision.gate}: {decision.reason}", secrets),
-                                      tool_id=tool_id, invocation_id=invocation_id, denied_by=decision.gate)
+            return ToolResult.failure(
+                redact(f"denied by {decision.gate}: {decision.reason}", secrets),
+                tool_id=tool_id,
+                invocation_id=invocation_id,
+                denied_by=decision.gate,
+            )
         merged = {**arguments, **({} if tool.http else tool.fixed_params)}
         started = time.perf_counter()
         try:
@@ -176,12 +256,20 @@ class Router:
         if result.error is not None:
             result.error = redact(result.error, secrets)
         result.tool_id, result.invocation_id = tool_id, invocation_id
-        end = {"status": "error" if result.is_error else "success",
-               "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
+        end = {
+            "status": "error" if result.is_error else "success",
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        }
         if result.error:
             end["error"] = result.error
         try:
-            await self._record([self._event(INVOCATION_END, invocation_id, tool_id, context, secrets, end)])
+            await self._record(
+                [
+                    self._event(
+                        INVOCATION_END, invocation_id, tool_id, context, secrets, end
+                    )
+                ]
+            )
         except Exception as exc:
             logger.debug("audit sink refused the end of %s", tool_id, exc_info=True)
             result.is_error = True
@@ -189,15 +277,22 @@ class Router:
             result.error = f"the call ran but its end could not be audited ({why})"
         return result
 
-    async def call_openai_tool_call(self, tool_call: Any, *, context: InvocationContext | None = None) -> ToolResult:
+    async def call_openai_tool_call(
+        self, tool_call: Any, *, context: InvocationContext | None = None
+    ) -> ToolResult:
         return await providers.route(self, *providers.parse_openai(tool_call), context)
 
-    async def call_anthropic_tool_use(self, block: Any, *, context: InvocationContext | None = None) -> ToolResult:
+    async def call_anthropic_tool_use(
+        self, block: Any, *, context: InvocationContext | None = None
+    ) -> ToolResult:
         return await providers.route(self, *providers.parse_anthropic(block), context)
 
-    async def call_gemini_function_call(self, function_call: Any, *,
-                                        context: InvocationContext | None = None) -> ToolResult:
-        return await providers.route(self, *providers.parse_gemini(function_call), context)
+    async def call_gemini_function_call(
+        self, function_call: Any, *, context: InvocationContext | None = None
+    ) -> ToolResult:
+        return await providers.route(
+            self, *providers.parse_gemini(function_call), context
+        )
 
     async def flush(self) -> None:
         await asyncio.to_thread(self.audit.flush)
@@ -212,25 +307,52 @@ class Router:
 
     # Internals ---------------------------------------------------------------------------------------------
 
-    def _record_cancelled(self, invocation_id: str, tool_id: str, context: InvocationContext, secrets: list[str],
-                          started: float) -> None:
-        end = {"status": "cancelled", "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
-        event = self._event(INVOCATION_END, invocation_id, tool_id, context, secrets, end)
+    def _record_cancelled(
+        self,
+        invocation_id: str,
+        tool_id: str,
+        context: InvocationContext,
+        secrets: list[str],
+        started: float,
+    ) -> None:
+        end = {
+            "status": "cancelled",
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        }
+        event = self._event(
+            INVOCATION_END, invocation_id, tool_id, context, secrets, end
+        )
         try:
             # Synchronous on purpose: a cancelled task must not await again (the sinks' `emit` never defers a
             # start, and an end event may ride the next commit).
             self.audit.emit(event)
         except Exception:
-            logger.debug("audit sink refused the cancelled end of %s", tool_id, exc_info=True)
+            logger.debug(
+                "audit sink refused the cancelled end of %s", tool_id, exc_info=True
+            )
 
     @staticmethod
-    def _event(event_type: str, invocation_id: str, tool_id: str, context: InvocationContext, secrets: list[str],
-               payload: dict[str, Any]) -> AuditEvent:
+    def _event(
+        event_type: str,
+        invocation_id: str,
+        tool_id: str,
+        context: InvocationContext,
+        secrets: list[str],
+        payload: dict[str, Any],
+    ) -> AuditEvent:
         # The tool id may be a name a model made up: redacted, made inert (no control or bidi characters), then cut.
         shown = printable(redact(tool_id, secrets, limit=None))
         shown = shown if len(shown) <= MAX_TOOL_ID else shown[:MAX_TOOL_ID] + "…"
-        return AuditEvent(event_type, invocation_id, shown, time.time(), context.task_id,
-                          context.project_id, context.mode, redact_data(payload, secrets))
+        return AuditEvent(
+            event_type,
+            invocation_id,
+            shown,
+            time.time(),
+            context.task_id,
+            context.project_id,
+            context.mode,
+            redact_data(payload, secrets),
+        )
 
     async def _record(self, events: list[AuditEvent]) -> None:
         """Store `events` before returning (one transaction where the sink offers `emit_many`); a sink with
@@ -256,16 +378,27 @@ class Router:
     async def _dispatch(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolResult:
         self._bind_loop()
         if tool.http is not None:
-            api = HTTP_APIS.get(tool.source)
-            if api is not None:  # a credential with a line break is refused here, before anything is sent
-                check_environment((api.base_url, *api.auth.values()), self._environ)
+            api = HTTP_APIS[
+                tool.source
+            ]  # `_tables` lists the source of every HTTP tool
+            # A credential with a line break is refused here, before anything is sent.
+            check_environment((api.base_url, *api.auth.values()), self._environ)
             return await self._http.call(tool, arguments)
-        if tool.mcp_tool is None:
-            raise RouterError(f"{tool.id} has no binding")
+        assert (
+            tool.mcp_tool is not None
+        )  # `_tables` gives every tool an HTTP or an MCP binding
         server = SERVERS.get(tool.source)
         if server is not None and tool.source not in self._factories:
-            check_environment((*server.command, *server.env.values(), *server.headers.values(), server.url or "",
-                               server.cwd or ""), self._environ)
+            check_environment(
+                (
+                    *server.command,
+                    *server.env.values(),
+                    *server.headers.values(),
+                    server.url or "",
+                    server.cwd or "",
+                ),
+                self._environ,
+            )
         connection = self._connection(tool.source)
         return mcp_result(await connection.call(tool.mcp_tool, arguments))
 
@@ -276,18 +409,24 @@ class Router:
             factory = self._factories.get(server_id)
             if factory is None:
                 if spec is None:
-                    raise RouterError(f"no launch details for MCP server {server_id!r}: use set_server_factory")
+                    raise RouterError(
+                        f"no launch details for MCP server {server_id!r}: use set_server_factory"
+                    )
                 environ = self._environ
 
                 def factory() -> Any:
                     return server_target(spec, environ)
 
             timeout = (spec.timeout_ms if spec else 30_000) / 1000
-            connection = McpConnection(server_id, factory, timeout=timeout, limit=self._limit)
+            connection = McpConnection(
+                server_id, factory, timeout=timeout, limit=self._limit
+            )
             self._connections[server_id] = connection
         return connection
 
-    async def _postprocess(self, tool: ToolSpec, arguments: dict[str, Any], result: ToolResult) -> ToolResult:
+    async def _postprocess(
+        self, tool: ToolSpec, arguments: dict[str, Any], result: ToolResult
+    ) -> ToolResult:
         for pattern, function in self._postprocessors:
             if fnmatch.fnmatchcase(tool.id, pattern):
                 outcome = function(tool, arguments, result)
@@ -312,18 +451,27 @@ def configure(router: Router) -> Router:
     return router
 
 
-async def call_tool(tool_id: str, arguments: dict[str, Any], *,
-                    context: InvocationContext | None = None) -> ToolResult:
+async def call_tool(
+    tool_id: str, arguments: dict[str, Any], *, context: InvocationContext | None = None
+) -> ToolResult:
     return await default_router().call_tool(tool_id, arguments, context=context)
 
 
-async def call_openai_tool_call(tool_call: Any, *, context: InvocationContext | None = None) -> ToolResult:
+async def call_openai_tool_call(
+    tool_call: Any, *, context: InvocationContext | None = None
+) -> ToolResult:
     return await default_router().call_openai_tool_call(tool_call, context=context)
 
 
-async def call_anthropic_tool_use(block: Any, *, context: InvocationContext | None = None) -> ToolResult:
+async def call_anthropic_tool_use(
+    block: Any, *, context: InvocationContext | None = None
+) -> ToolResult:
     return await default_router().call_anthropic_tool_use(block, context=context)
 
 
-async def call_gemini_function_call(function_call: Any, *, context: InvocationContext | None = None) -> ToolResult:
-    return await default_router().call_gemini_function_call(function_call, context=context)
+async def call_gemini_function_call(
+    function_call: Any, *, context: InvocationContext | None = None
+) -> ToolResult:
+    return await default_router().call_gemini_function_call(
+        function_call, context=context
+    )
