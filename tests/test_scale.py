@@ -26,9 +26,9 @@ from compiler.providers.lower import TargetResult, lower_target
 from compiler.providers.registry import TARGETS
 from compiler.providers.validate import validate
 from compiler.refs import RefResolver
-
-from .helpers import ROOT, run_toolc
-from .support.synthetic import MID, OVERSIZE_OPERATION, operation_ids, synthetic_openapi
+from tests.support.cli import run_toolc
+from tests.support.paths import ROOT
+from tests.support.synthetic import MID, OVERSIZE_OPERATION, operation_ids, synthetic_openapi
 
 
 def _write(tmp_path: Path, operations: int, *, oversize: bool = False) -> tuple[Path, dict[str, Any]]:
