@@ -23,6 +23,7 @@ from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
+from tests.providers.test_fit_lowering import json_documents
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import ROOT
 from tests.support.router import load_router
@@ -249,8 +250,14 @@ def test_discovery_mode_reaches_the_loopback_server(k8s: tuple[Any, Path], api: 
         asyncio.run(run())
     finally:
         router.audit.close()
-    deferred = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
-    assert deferred[0]["type"].startswith("tool_search_tool") and all(t["defer_loading"] for t in deferred[1:])
+    # Claude's deferred form names the files holding the tools (never a second copy): the README's request.
+    form = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
+    assert form["tool_search"]["type"].startswith("tool_search_tool") and form["defer_loading"] is True
+    request = [form["tool_search"], *({**tool, "defer_loading": True} for path in form["tools_files"]
+                                      for tool in json.loads((folder / path).read_text()))]
+    everything = json.loads((folder / "schemas/anthropic.json").read_text())
+    assert form["tools_files"] == ["schemas/anthropic.json"] and len(request) == len(everything) + 1
+    assert all(tool["defer_loading"] for tool in request[1:])
 
 
 def test_explain_shows_transforms_tokens_and_toolsets() -> None:
@@ -278,3 +285,33 @@ def test_list_tokens_shows_costs_toolsets_and_totals() -> None:
     assert data["targets"]["openai-chat"]["method"].startswith("counted: o200k_base")
     table = CliRunner().invoke(main, ["list", "--tokens", "--target", "anthropic", str(K8S_CONFIGMAP)])
     assert "anthropic: 1 tools" in table.stdout and "estimated" in table.stdout
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(definitions=st.lists(st.dictionaries(st.text(max_size=8), json_documents, min_size=1, max_size=4),
+                            max_size=5),
+       target=st.sampled_from(sorted(PROVIDERS)), picks=st.lists(st.integers(0, 4), max_size=6))
+def test_toolset_arrays_cut_from_spans_equal_encoding_them_again(
+        tmp_path: Path, definitions: list[dict[str, Any]], target: str, picks: list[int]) -> None:
+    """The fit stage's toolset files are byte ranges of the worker's tools file (`spans.py`): equal to encoding the
+    chosen definitions again, with tokens equal to one direct count, per file and per tool."""
+    from compiler.ir import McpBinding, Tool
+    from compiler.providers import spans
+    from compiler.providers.dialect import Lowered
+    from compiler.serialize import canonical_json
+
+    tools = [Tool(id=f"mcp:s:t{index}", source="s", name=f"t{index}", description="", input_schema={},
+                  binding=McpBinding(server="s", tool_name=f"t{index}")) for index in range(len(definitions))]
+    ordered = [Lowered(tool=tool, name=tool.name, definition=definition, parameters=None, strict=False, losses=[],
+                       problems=[]) for tool, definition in zip(tools, definitions, strict=True)]
+    path = tmp_path / f"{target}.tools.json"
+    _digests, layout = spans.write_array(path, target, ordered)
+    dialect = PROVIDERS[target]
+    assert path.read_bytes() == canonical_json(dialect.tools_array(definitions))
+    chosen = [tools[pick].id for pick in picks if pick < len(tools)]
+    expected = canonical_json(dialect.tools_array([definitions[int(tool_id[len("mcp:s:t"):])] for tool_id in chosen]))
+    with path.open("rb") as source:
+        assert b"".join(spans.array_chunks(layout, source, chosen)) == expected
+    assert spans.array_tokens(layout, chosen) == len(ENCODING.encode_ordinary(expected.decode()))
+    for tool, definition in zip(tools, definitions, strict=True):
+        assert layout.spans[tool.id].tokens == len(ENCODING.encode_ordinary(canonical_json(definition).decode()))
