@@ -5,7 +5,7 @@ SDK, with argument validation on (not a test).
 
 Generates the router for a small catalog (the probe MCP tools and `fixtures/guard/users.yaml`), then for each
 audit sink (none: a sink that stores nothing; SQLite; PostgreSQL on a loopback server started from the `pgserver`
-wheel, see tests/pg_server.py), first without and then with an OpenTelemetry SDK (TracerProvider +
+wheel, see tests/support/pg_server.py), first without and then with an OpenTelemetry SDK (TracerProvider +
 BatchSpanProcessor, spans to memory):
   mcp    direct: `client.call_tool("echo", ...)` on an open `mcp.Client` to an in-process MCP server
          router: `router.call_tool("mcp:probe:echo", ...)`: six gates, schema validation, decision + start
@@ -29,10 +29,8 @@ import logging
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,33 +42,17 @@ from compiler.diagnostics import Diagnostics  # noqa: E402
 from compiler.ir import Catalog  # noqa: E402
 from compiler.loading import load_document  # noqa: E402
 from compiler.sources.openapi import read_openapi  # noqa: E402
-from tests.test_router_support import (  # noqa: E402
-    FIXTURES,
-    load_router,
-    make_build,
-    probe_catalog,
-    probe_server,
-    write_router,
-)
+from tests.support.loopback import KeepAliveHandler, loopback_http  # noqa: E402
+from tests.support.paths import FIXTURES  # noqa: E402
+from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router  # noqa: E402
 
 USERS = OpenApiConfig(id="users", path="fixtures/guard/users.yaml", base_url="${USERS_URL}")
 CONTEXT = {"mode": "execution", "project_id": "bench", "spec_frozen": True, "spec_hash": "h"}
 
 
-class Answer(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as a real API
-    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall
-
+class Answer(KeepAliveHandler):
     def do_GET(self) -> None:
-        payload = b'{"users": []}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+        self.send_json(200, b'{"users": []}')
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -191,14 +173,12 @@ async def main(calls: int, many: int) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from tests.pg_server import postgres_server
+    from tests.support.pg_server import postgres_server
 
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{http.server_address[1]}"
     with contextlib.ExitStack() as stack:
+        url = stack.enter_context(loopback_http(Answer))
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         rt = stack.enter_context(load_router(write_router(make_build(catalog(), openapi=[USERS]), folder / "gen")))
         try:
@@ -246,8 +226,6 @@ async def main(calls: int, many: int) -> None:
             elapsed, transactions = await concurrent(rt, make(), many)
             shared = f"  {transactions} transactions for {3 * (many + 1)} events" if transactions else ""
             print(f"  {name:<24} {elapsed:7.2f} s  {many / elapsed:8.0f} calls/s{shared}")
-    http.shutdown()
-    http.server_close()
 
 
 if __name__ == "__main__":

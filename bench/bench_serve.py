@@ -27,15 +27,12 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +44,8 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_router import percentiles  # noqa: E402
 from bench.harness import peer_venv  # noqa: E402
 from tests.servers.inprocess import free_port  # noqa: E402
-from tests.test_router_support import load_router  # noqa: E402
+from tests.support.loopback import KeepAliveHandler, loopback_http, stop, wait_for_port  # noqa: E402
+from tests.support.router import load_router  # noqa: E402
 
 DOCUMENT = ROOT / "fixtures" / "corpus" / "oai-examples" / "v3.0" / "petstore-expanded.yaml"
 TOOLC = Path(sys.executable).parent / "toolc"
@@ -62,50 +60,20 @@ server.run(transport="http", host="127.0.0.1", port=int(sys.argv[3]), show_banne
 """
 
 
-class Pets(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as a real API
-    disable_nagle_algorithm = True
-
+class Pets(KeepAliveHandler):
     def do_GET(self) -> None:
         pet_id = int(self.path.rstrip("/").rsplit("/", 1)[-1])
-        payload = json.dumps({"id": pet_id, "name": "Rex", "tag": "dog"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
-def wait_for(port: int, process: subprocess.Popen[bytes], name: str) -> None:
-    import socket
-
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{name} did not start") from None
-            time.sleep(0.1)
+        self.send_json(200, json.dumps({"id": pet_id, "name": "Rex", "tag": "dog"}).encode())
 
 
 @contextmanager
 def running(command: list[str], port: int, name: str, **kwargs: Any) -> Iterator[str]:
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, **kwargs)
     try:
-        wait_for(port, process, name)
+        wait_for_port(port, process, name, timeout_s=120)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, timeout_s=30)
 
 
 async def alternate(calls: int, series: dict[str, Callable[[int], Awaitable[Any]]]) -> dict[str, list[float]]:
@@ -179,10 +147,8 @@ async def measure(toolc_url: str, fastmcp_url: str, router: Any, context: Any, c
 def main(calls: int, concurrency: int) -> None:
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     peer = peer_venv("fastmcp", ["fastmcp==4.1.2"])
-    api = ThreadingHTTPServer(("127.0.0.1", 0), Pets)
-    threading.Thread(target=api.serve_forever, daemon=True).start()
-    api_url = f"http://127.0.0.1:{api.server_address[1]}/api"
-    with tempfile.TemporaryDirectory() as scratch:
+    with loopback_http(Pets) as api_base, tempfile.TemporaryDirectory() as scratch:
+        api_url = f"{api_base}/api"
         folder = Path(scratch)
         spec = folder / "petstore.json"
         spec.write_text(json.dumps(yaml.safe_load(DOCUMENT.read_text())))
@@ -209,8 +175,6 @@ def main(calls: int, concurrency: int) -> None:
                     router.audit.close()
 
             asyncio.run(run())
-    api.shutdown()
-    api.server_close()
 
 
 LISTER = """
@@ -253,7 +217,7 @@ def listing(document: Path, with_peer: bool) -> None:
     from compiler.codegen.router import generate_router
     from compiler.loading import load_document
     from compiler.sources.openapi import read_openapi
-    from tests.test_router_support import make_build
+    from tests.support.router import make_build
 
     started = time.perf_counter()
     build = make_build(_catalog(document, load_document, read_openapi))

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fuzz_loader.py [--examples 3000] [--seed N | --derandomize] [--cap-mb 2048]
 
-Inputs come from hypothesis (`tests/fuzz_support.py`: the repository's fixtures mutated byte-wise and
+Inputs come from hypothesis (`tests/support/fuzz.py`: the repository's fixtures mutated byte-wise and
 structurally). Each input must end in diagnostics: an exception is a crash (what `toolc` would report as
 TC999). The process runs with its address space capped (`resource.setrlimit`), so a resource bomb fails the
 run instead of the machine. Prints one JSON line: inputs tried, crashes, the diagnostic codes seen, time.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from tests.fuzz_support import DOCUMENTS, run_one  # noqa: E402
+from tests.support.fuzz import DOCUMENTS, run_one  # noqa: E402
 
 
 def fuzz(examples: int, chosen_seed: int | None, derandomize: bool) -> dict[str, object]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
+from typing import BinaryIO
 
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 
@@ -53,9 +54,34 @@ class FileSet(MutableMapping[str, bytes]):
         if len(content) < self.SPOOL_MIN:
             self._small[path] = content
             return
-        spooled = Path(tempfile.mkstemp(dir=self.spool_dir(), suffix=".out")[1])
-        spooled.write_bytes(content)
-        self._spooled[path] = spooled
+        self.write_chunks(path, (content,))
+
+    def write_chunks(self, path: str, chunks: Iterable[bytes]) -> int:
+        """Set `path` from pieces: kept in memory while under `SPOOL_MIN`, streamed to a spool file from there on
+        (a file cut out of others, hundreds of MB, is never held whole). Returns its size."""
+        self._discard(path)
+        held: list[bytes] = []
+        size = 0
+        out: BinaryIO | None = None
+        try:
+            for chunk in chunks:
+                size += len(chunk)
+                if out is not None:
+                    out.write(chunk)
+                    continue
+                held.append(chunk)
+                if size >= self.SPOOL_MIN:
+                    descriptor, name = tempfile.mkstemp(dir=self.spool_dir(), suffix=".out")
+                    out = os.fdopen(descriptor, "wb")
+                    self._spooled[path] = Path(name)
+                    out.writelines(held)
+                    held = []
+        finally:
+            if out is not None:
+                out.close()
+        if out is None:
+            self._small[path] = b"".join(held)
+        return size
 
     def __delitem__(self, path: str) -> None:
         if path not in self:
@@ -128,8 +154,28 @@ def read_tree(folder: Path) -> dict[str, bytes]:
     return {relative: (folder / relative).read_bytes() for relative in _relative_files(folder)}
 
 
+def _place(spooled: Path, target: Path) -> None:
+    """A spooled file into the output: linked where the spool shares the output's file system (nothing copied;
+    spooled files are never written again once made), copied where it does not."""
+    try:
+        os.link(spooled, target)
+    except OSError:
+        shutil.copyfile(spooled, target)
+        return
+    os.chmod(target, 0o666 & ~_UMASK)  # as a file written there would be (the spool's are private, 0600)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+_UMASK = _umask()
+
+
 def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Files are written one at a time (a `FileSet`'s spooled files are copied, never read in whole)."""
+    """Files are written one at a time (a `FileSet`'s spooled files are linked or copied, never read in whole)."""
     folder = folder.resolve()
     parent = folder.parent
     try:
@@ -140,7 +186,7 @@ def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             spooled = files.spooled_path(relative) if isinstance(files, FileSet) else None
             if spooled is not None:
-                shutil.copyfile(spooled, target)
+                _place(spooled, target)
             else:
                 target.write_bytes(files[relative])
         if folder.exists():

@@ -9,8 +9,7 @@ import pytest
 
 from compiler.config import PolicyConfig, config_from_data
 from compiler.diagnostics import CompilerError
-
-from .helpers import run_toolc
+from tests.support.cli import run_toolc
 
 
 def _error(data: object) -> tuple[str, str, str]:

@@ -1,5 +1,5 @@
 """The committed golden record `generated/` is code people commit: it must lint, type-check strictly and import
-where the compiler is not installed. (That it is up to date is `test_cli_compile`'s golden-record test.)"""
+where the compiler is not installed. (That it is up to date is `commands/test_compile.py`'s golden-record test.)"""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from .helpers import ROOT
+from tests.support.paths import ROOT
 
 PYTHON_OUT = ROOT / "generated" / "python"
 PACKAGES = sorted(p.name for p in PYTHON_OUT.iterdir() if (p / "__init__.py").exists())

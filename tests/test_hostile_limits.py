@@ -25,6 +25,7 @@ from compiler.codegen.patterns import drop_bad_patterns
 from compiler.diagnostics import CompilerError
 from compiler.limits import Limits, use
 from compiler.loading import parse_document
+from tests.support.paths import ROOT, SERVERS
 
 CAP_MB = 1536
 HANG_GUARD_S = 240
@@ -280,7 +281,7 @@ print(json.dumps({"listed": sorted(listings), "codes": sorted({(d.source, d.code
 def test_live_garbage_is_one_diagnostic_per_server(tmp_path: Path) -> None:
     """Bytes that are not UTF-8, a truncated line, an integer past 64 bits, 300 levels of nesting: each is the
     diagnostic of its own server, and the well-behaved server beside them is listed."""
-    edge = str(Path(__file__).parent / "servers" / "edge_stdio.py")
+    edge = str(SERVERS / "edge_stdio.py")
     modes = ["bad-utf8", "bad-json", "big-int", "deep", "legacy"]
     result = subprocess.run([sys.executable, "-c", _LIST_LIVE, edge, *modes], cwd=tmp_path, capture_output=True,
                             text=True, timeout=HANG_GUARD_S, preexec_fn=_cap, check=False)
@@ -293,7 +294,7 @@ def test_live_garbage_is_one_diagnostic_per_server(tmp_path: Path) -> None:
 
 def test_fuzz_slice(tmp_path: Path) -> None:
     """A short, derandomized run of bench/fuzz_loader.py (same target, same strategies), memory capped."""
-    bench = Path(__file__).resolve().parent.parent / "bench" / "fuzz_loader.py"
+    bench = ROOT / "bench" / "fuzz_loader.py"
     result = subprocess.run([sys.executable, str(bench), "--examples", "300", "--derandomize",
                              "--cap-mb", str(CAP_MB)], cwd=tmp_path, capture_output=True, text=True,
                             timeout=HANG_GUARD_S * 2, check=False)

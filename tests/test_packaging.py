@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 
-from .helpers import ROOT
+from tests.support.paths import ROOT
 
 
 def test_every_subpackage_is_listed_in_pyproject() -> None:

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 from compiler.output import read_tree
-
-from .helpers import FIXTURES
+from tests.support.paths import FIXTURES
 
 STRIPE = FIXTURES / "corpus" / "openapi" / "stripe.json"  # cyclic: the resolver prunes and reports recursion
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .helpers import ROOT
+from tests.support.paths import ROOT
 
 README = (ROOT / "README.md").read_text()
 
@@ -30,3 +30,10 @@ def test_every_diagnostic_code_is_documented() -> None:
     documented = set(re.findall(r"^\| (TC\d{3}) \|", README, re.M))
     assert declared, "no codes found: the pattern is stale"
     assert sorted(declared - documented) == []
+
+
+def test_every_test_path_the_readme_names_exists() -> None:
+    ours = "\n".join(line for line in README.splitlines() if not line.startswith("# "))  # not a user's own file
+    named = set(re.findall(r"(?<![\w/])tests/[\w/]+\.py", ours))
+    assert named, "no test paths found: the pattern is stale"
+    assert sorted(path for path in named if not (ROOT / path).is_file()) == []

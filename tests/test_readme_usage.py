@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import ROOT
+from tests.support.paths import ROOT
 
 README = (ROOT / "README.md").read_text()
 

@@ -26,9 +26,9 @@ from compiler.providers.lower import TargetResult, lower_target
 from compiler.providers.registry import TARGETS
 from compiler.providers.validate import validate
 from compiler.refs import RefResolver
-
-from .helpers import ROOT, run_toolc
-from .support.synthetic import MID, OVERSIZE_OPERATION, operation_ids, synthetic_openapi
+from tests.support.cli import run_toolc
+from tests.support.paths import ROOT
+from tests.support.synthetic import MID, OVERSIZE_OPERATION, operation_ids, synthetic_openapi
 
 
 def _write(tmp_path: Path, operations: int, *, oversize: bool = False) -> tuple[Path, dict[str, Any]]:
@@ -213,3 +213,40 @@ def test_streamed_provider_files_are_the_canonical_encoding(tmp_path: Path, oper
         assert summary["bytes"] == len(written)
         if summary["fits_one_request"]:  # the file holds the tools themselves: its tokens are counted exactly
             assert summary["tokens"] == tokens.count_bytes(written)
+
+
+def test_toolset_files_cut_by_the_workers_equal_encoding_every_tool_again(tmp_path: Path) -> None:
+    """The fit stage copies byte ranges of each target's tools file and adds up the workers' token counts
+    (`providers/spans.py`); the old path decoded every tools file and encoded each toolset again. On the mid size
+    (split into toolsets, OpenAI and Gemini over their request limits), both give the same bytes and tokens."""
+    import bpe_openai
+
+    from compiler.providers import tokens
+    from compiler.providers.emit import tools_array
+    from compiler.serialize import canonical_json
+
+    encoding = bpe_openai.get_encoding("o200k_base")
+    spec, _ = _write(tmp_path, MID, oversize=True)
+    build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path), targets=TARGETS,
+                            out_dir=tmp_path / "out")
+    assert not build.diagnostics.has_errors
+    index = json.loads(build.files["schemas/toolsets/index.json"])
+    assert len(index["toolsets"]) > 2
+    for target in TARGETS:
+        again = {item.tool.id: item.definition  # the old path: every definition in hand, encoded again
+                 for item in lower_target(build.catalog, build.resolver, target, build.config, {}).lowered}
+        for name, entry in index["toolsets"].items():
+            row = entry["targets"][target]
+            ids = [tool_id for tool_id in entry["tools"] if tool_id in again]
+            expected = canonical_json(tools_array(target, [again[tool_id] for tool_id in ids]))
+            assert build.files[row["file"]] == expected, (target, name)
+            assert row["tokens"] == len(encoding.encode_ordinary(expected.decode())), (target, name)
+        for tool_id, definition in again.items():
+            direct = len(encoding.encode_ordinary(canonical_json(definition).decode()))
+            assert index["tools"][tool_id]["tokens"][target] == direct
+        files = index["targets"][target]["files"]
+        everything = canonical_json(tools_array(target, list(again.values())))
+        assert files["all"]["all_tools_tokens"] == tokens.count_text(everything.decode())  # in pieces: > 1 MB
+    assert not all(index["targets"][target]["files"]["all"]["fits"] for target in TARGETS)
+    deferred = json.loads(build.files["schemas/anthropic.deferred.json"])
+    assert deferred["tools_files"] == ["schemas/anthropic.json"] and deferred["defer_loading"] is True

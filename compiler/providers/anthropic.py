@@ -117,6 +117,7 @@ def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
 
 TOOL_SEARCH: JsonObject = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
 """Claude's server-side tool search (a natural-language query over the deferred tools)."""
+DEFERRED_FORMAT = 1
 
 
 class AnthropicDialect(Dialect):
@@ -150,10 +151,12 @@ class AnthropicDialect(Dialect):
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
                        losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
 
-    def deferred(self, definitions: list[JsonObject]) -> list[JsonObject] | None:
-        """Claude's tool search: every tool `defer_loading: true` beside the server-side BM25 search tool, which
-        loads the 3-5 tools a request needs (platform.claude.com tool-search-tool)."""
-        return [dict(TOOL_SEARCH), *({**definition, "defer_loading": True} for definition in definitions)]
+    def deferred(self, tools_files: list[str]) -> JsonObject | None:
+        """Claude's tool search: every tool of `tools_files` with `defer_loading: true`, beside the server-side BM25
+        search tool, which loads the 3-5 tools a request needs (platform.claude.com tool-search-tool). The request
+        is `[tool_search, *({**tool, "defer_loading": True} for each tool of the files)]` (README)."""
+        return {"format": DEFERRED_FORMAT, "tool_search": dict(TOOL_SEARCH), "defer_loading": True,
+                "tools_files": list(tools_files)}
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
         from compiler.providers.validate import validate_anthropic  # the validator reads this module's tables

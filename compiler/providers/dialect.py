@@ -255,9 +255,10 @@ class Dialect(ABC):
         """The inverse of `tools_array`."""
         return tools
 
-    def deferred(self, definitions: list[JsonObject]) -> list[JsonObject] | None:
-        """The provider's own deferred-loading form of a tools array (every tool loaded on demand through its tool
-        search), or None when it has none."""
+    def deferred(self, tools_files: list[str]) -> JsonObject | None:
+        """The provider's own deferred-loading form (every tool loaded on demand through its tool search) of the
+        tools in `tools_files` (output paths of this target's tools arrays), or None when it has none. It names
+        those files rather than copying every definition again (`fit.py`)."""
         return None
 
     def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:

@@ -1,14 +1,12 @@
 """The providers emitter: `schemas/<target>.json` (the request's `tools` array, usable as-is with the SDK) and
 `schemas/<target>.names.json` (the reverse map, format in `namemap.py`) for every target of the build.
 
-Hands on `{target: build.TargetOutput}` (definitions by tool id, the name map, the sizes `--report` shows).
-Token counts are estimates: `ceil(bytes of compact JSON / 4)`, the usual rule of thumb for English and JSON
-with OpenAI/Anthropic BPE tokenizers (no tokenizer is downloaded; treat it as ±25%).
+Hands on `{target: build.TargetOutput}` (definitions by tool id, the name map, the sizes `--report` shows, and
+the layout of the tools file: where each definition sits and its tokens, which the fit stage reads, `spans.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -22,10 +20,11 @@ from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
 from compiler.output import FileSet
 from compiler.parallel import can_fork, cores, start_context
-from compiler.providers.dialect import Lowered
+from compiler.providers import tokens
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
-from compiler.serialize import canonical_json, compact_json
+from compiler.providers.spans import Layout, write_array
+from compiler.serialize import canonical_json
 
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
@@ -44,9 +43,9 @@ class _Emitted:
     the spool file the worker wrote (`tools_path`), never pickled back."""
 
     target: str
-    tool_ids: list[str]
-    """In the order of the definitions in the tools array."""
     tools_path: str
+    layout: Layout
+    """Where each definition sits in the tools file and its tokens (by tool id, in the file's order)."""
     names_json: bytes
     digests: dict[str, str]
     summary: dict[str, Any]
@@ -54,12 +53,13 @@ class _Emitted:
 
 
 class _Definitions(Mapping[str, JsonObject]):
-    """A target's definitions by tool id, decoded from its emitted file on first read: the lock reads digests
-    and codegen reads name maps, so a compile never holds a big API's definitions after lowering them."""
+    """A target's definitions by tool id, decoded from its emitted file on first read: the lock reads digests,
+    codegen reads name maps and the fit stage reads the layout, so a compile never holds a big API's definitions
+    after lowering them."""
 
-    def __init__(self, target: str, files: FileSet, path: str, tool_ids: list[str]) -> None:
-        self._target, self._files, self._path, self._ids = target, files, path, tool_ids
-        self._known = frozenset(tool_ids)
+    def __init__(self, target: str, files: FileSet, path: str, layout: Layout) -> None:
+        self._target, self._files, self._path, self.layout = target, files, path, layout
+        self._ids = list(layout.spans)
         self._decoded: dict[str, JsonObject] | None = None
 
     def _all(self) -> dict[str, JsonObject]:
@@ -72,7 +72,7 @@ class _Definitions(Mapping[str, JsonObject]):
         return self._all()[tool_id]
 
     def __contains__(self, tool_id: object) -> bool:
-        return tool_id in self._known
+        return tool_id in self.layout.spans
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -100,49 +100,22 @@ def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
         result = lower_target(build.catalog, build.resolver, target, build.config, shared)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, size = _write_tools(path, target, ordered)
+        digests, layout = write_array(path, target, ordered)
         summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
-                   "bytes": size, "losses": len(result.diagnostics)}  # tokens: counted by the fit stage
+                   "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
-        emitted.append(_Emitted(target, [item.tool.id for item in ordered], str(path),
-                                canonical_json(result.name_map()), digests, summary, found))
+        emitted.append(_Emitted(target, str(path), layout, canonical_json(result.name_map()), digests, summary,
+                                found))
         del result, ordered
     return emitted
 
-_ITEM = "\u0000toolc-definition\u0000"
-
-
-def _write_tools(path: Path, target: str, ordered: list[Lowered]) -> tuple[dict[str, str], int]:
-    """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
-    array is hundreds of MB: never held as one `bytes`). Returns the digests by tool id and the bytes written,
-    exactly as if encoded whole.
-
-    Works on the array's skeleton: the canonical encoding of the same array holding one placeholder string; each
-    definition is encoded canonically and indented to the placeholder's column (JSON strings hold no raw
-    newline, so indenting after every newline is exact)."""
-    if not ordered:
-        empty = canonical_json(tools_array(target, []))
-        path.write_bytes(empty)
-        return {}, len(empty)
-    skeleton = canonical_json(tools_array(target, [_ITEM]))  # type: ignore[list-item]
-    placeholder = orjson.dumps(_ITEM)
-    head, tail = skeleton.split(placeholder)
-    indent = b"\n" + b" " * (len(head) - head.rfind(b"\n") - 1)
-    digests: dict[str, str] = {}
-    with path.open("wb") as out:
-        out.write(head)
-        for index, item in enumerate(ordered):
-            compact = compact_json(item.definition)
-            digests[item.tool.id] = "sha256:" + hashlib.sha256(compact).hexdigest()
-            if index:
-                out.write(b"," + indent)
-            out.write(orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
-                      .replace(b"\n", indent))
-        out.write(tail)
-        size = out.tell()
-    return digests, size
+def layout_of(output: TargetOutput) -> Layout:
+    """The layout of a target's tools file (only the providers stage makes a `TargetOutput` the fit stage reads)."""
+    if not isinstance(output.tools, _Definitions):
+        raise TypeError(f"{output.target}: not an output of emit_providers")
+    return output.tools.layout
 
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -157,6 +130,7 @@ def _lower_all(build: Build) -> list[_Emitted]:
     global _forked
     _forked = build
     build.files.spool_dir()  # made before forking: every worker writes into the same folder
+    tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's vocabulary
     try:
         groups = _groups(build.targets)
         workers = min(len(groups), cores())
@@ -195,7 +169,7 @@ def emit_providers(build: Build) -> dict[str, TargetOutput]:
             raise ValueError(f"two stages write {tools_file}")
         build.files.adopt(tools_file, Path(item.tools_path))
         build.add_file(f"schemas/{target}.names.json", item.names_json)
-        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, build.files, tools_file, item.tool_ids),
+        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, build.files, tools_file, item.layout),
                                        names=orjson.loads(item.names_json), summary=item.summary,
                                        digests=item.digests)
     return outputs

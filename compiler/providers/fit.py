@@ -5,7 +5,10 @@ Files (per target T, beside `schemas/T.json`):
     schemas/toolsets/<name>.T.json   one toolset's tools array (fits T's request limit)
     schemas/toolsets/index.json      toolset → tools and, per target, file/tools/tokens; tool → toolsets, tokens
     schemas/discovery.T.json         the three meta-tools (`discovery.py`)
-    schemas/T.deferred.json          the provider's own deferred-loading form, where it has one (Claude)
+    schemas/T.deferred.json          the provider's own deferred-loading form, where it has one (Claude): its
+                                     search tool and the files holding T's tools, which every tool of the request
+                                     takes from with `defer_loading: true`; it names them rather than copying every
+                                     definition a second time (Graph: 273 MB saved)
 
 Budgets (`budgets:` in the project file) apply to every file of T that holds tools as they are: `schemas/T.json`
 (when it holds them) and each toolset file; over budget is TC770, naming the file's largest tools.
@@ -13,21 +16,27 @@ Budgets (`budgets:` in the project file) apply to every file of T that holds too
 `schemas/T.json` keeps every tool when they fit T's request limit. When they do not, it is written in the
 discovery form instead (TC771), so that no tools file toolc writes exceeds a request limit; the toolset files and
 the discovery form together still reach every tool through the one name map of T.
+
+Nothing here decodes a tools file or encodes a tool again: a toolset file is byte ranges of `schemas/T.json` and
+token counts add up from the per-tool figures the lowering workers counted (`spans.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import io
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, BinaryIO
 
 from compiler.build import Build, TargetOutput
 from compiler.config import Config
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
-from compiler.providers import codes, tokens
+from compiler.providers import codes, spans, tokens
 from compiler.providers.dialect import LowerEnv
 from compiler.providers.discovery import meta_tools
+from compiler.providers.emit import layout_of
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.registry import ALIASES, PROVIDERS
 from compiler.providers.toolsets import plan_toolsets
@@ -82,20 +91,29 @@ def _discovery(build: Build, target: str) -> list[JsonObject]:
     return dialect.tools_array(definitions)
 
 
-def _largest(costs: dict[str, int], output: TargetOutput, ids: list[str], count: int = 3) -> str:
+def _largest(costs: Mapping[str, int], names: Mapping[str, str], ids: list[str], count: int = 3) -> str:
     """The largest tools by provider name (diagnostics are printed cut short: names, not ids)."""
     top = sorted(ids, key=lambda tool_id: (-costs[tool_id], tool_id))[:count]
-    return ", ".join(f"{output.tools[tool_id].get('name') or _name(output.tools[tool_id]) or tool_id} "
-                     f"({costs[tool_id]})" for tool_id in top)
+    return ", ".join(f"{names.get(tool_id, tool_id)} ({costs[tool_id]})" for tool_id in top)
 
 
-def _name(definition: JsonObject) -> str:
-    function = definition.get("function")
-    return str(function.get("name")) if isinstance(function, dict) else ""
+def _provider_names(output: TargetOutput) -> dict[str, str]:
+    """Tool id → provider name, from the name map (the definitions themselves stay in their file)."""
+    return {entry["tool"]: name for name, entry in output.names.get("tools", {}).items()}
+
+
+@contextmanager
+def _tools_file(build: Build, path: str) -> Iterator[BinaryIO]:
+    spooled = build.files.spooled_path(path)
+    with spooled.open("rb") if spooled is not None else io.BytesIO(build.files[path]) as source:
+        yield source
 
 
 def emit_fit(build: Build) -> None:
-    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets."""
+    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets.
+
+    Reads only the layout of each target's tools file (`spans.py`): toolset files are byte ranges of it, and token
+    counts add up from per-tool figures the lowering workers counted."""
     if not build.providers:
         return
     config = build.config.toolsets
@@ -115,24 +133,25 @@ def emit_fit(build: Build) -> None:
     tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in emitted_ids}
     for target, output in list(build.providers.items()):
         dialect = PROVIDERS[target]
-        costs = {tool_id: tokens.count_json(definition) for tool_id, definition in output.tools.items()}
+        layout = layout_of(output)
+        costs = {tool_id: span.tokens for tool_id, span in layout.spans.items()}
         for tool_id, cost in costs.items():
             tool_tokens[tool_id][target] = cost
         files: dict[str, Any] = {}
         sendable: list[tuple[str, list[str], int]] = []
         """(path, tool ids, tokens) of every file of this target that holds tools as they are (budgets apply)."""
-        for toolset in toolsets:
-            ids = [tool_id for tool_id in toolset.tool_ids if tool_id in output.tools]
-            data = canonical_json(dialect.tools_array([output.tools[tool_id] for tool_id in ids]))
-            path = f"schemas/toolsets/{toolset.name}.{target}.json"
-            build.add_file(path, data)
-            cost = tokens.count_bytes(data)
-            sendable.append((path, ids, cost))
-            index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids), "tokens": cost}
         all_path = f"schemas/{target}.json"
-        all_ids = sorted(output.tools)
+        with _tools_file(build, all_path) as source:
+            for toolset in toolsets:
+                ids = [tool_id for tool_id in toolset.tool_ids if tool_id in layout.spans]
+                path = f"schemas/toolsets/{toolset.name}.{target}.json"
+                build.files.write_chunks(path, spans.array_chunks(layout, source, ids))
+                cost = spans.array_tokens(layout, ids)
+                sendable.append((path, ids, cost))
+                index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids), "tokens": cost}
+        all_ids = list(layout.spans)
         fits = dialect.caps.max_tools is None or len(all_ids) <= dialect.caps.max_tools
-        all_tokens = tokens.count_bytes(build.files[all_path])
+        all_tokens = spans.array_tokens(layout, all_ids)
         if config.discovery or not fits:
             discovery = canonical_json(_discovery(build, target))
             build.add_file(f"schemas/discovery.{target}.json", discovery)
@@ -145,7 +164,8 @@ def emit_fit(build: Build) -> None:
                     f"{len(all_ids)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the discovery "
                     f"form (search, describe, call by id); send a toolset file instead to give the model the tools "
                     f"themselves (schemas/toolsets/index.json)"), target))
-        deferred = dialect.deferred([output.tools[tool_id] for tool_id in all_ids])
+        holding = [all_path] if fits else [path for path, ids, _cost in sendable if ids]
+        deferred = dialect.deferred(holding)
         if deferred is not None:
             data = canonical_json(deferred)
             build.add_file(f"schemas/{target}.deferred.json", data)
@@ -155,11 +175,12 @@ def emit_fit(build: Build) -> None:
                         "tokens": all_tokens if fits else files["discovery"]["tokens"]}
         if fits:
             sendable.insert(0, (all_path, all_ids, all_tokens))
-        for path, ids, cost in sendable if target in limits else ():
-            if cost > limits[target]:
-                build.diagnostics.add(_diag(codes.OVER_BUDGET, (
-                    f"{cost} tokens, over the budget of {limits[target]}; largest: "
-                    f"{_largest(costs, output, ids)} ({path}, {len(ids)} tools)"), target))
+        over = [(path, ids, cost) for path, ids, cost in sendable if target in limits and cost > limits[target]]
+        names = _provider_names(output) if over else {}
+        for path, ids, cost in over:
+            build.diagnostics.add(_diag(codes.OVER_BUDGET, (
+                f"{cost} tokens, over the budget of {limits[target]}; largest: "
+                f"{_largest(costs, names, ids)} ({path}, {len(ids)} tools)"), target))
         index_targets[target] = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
                                  "budget": limits.get(target)}
         summary = dict(output.summary)

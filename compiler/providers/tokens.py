@@ -12,7 +12,6 @@ own emitted JSON (a modern BPE vocabulary of similar size; treat it as ±20 %). 
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import cache
 from typing import Any
 
@@ -28,6 +27,11 @@ def _encoding() -> Any:
     import bpe_openai  # imported on first use: only commands that count tokens pay for loading the vocabulary
 
     return bpe_openai.get_encoding(ENCODING)
+
+
+def preload() -> None:
+    """Load the vocabulary now (before forking workers, which then share it)."""
+    _encoding()
 
 
 CHUNK = 200_000
@@ -62,8 +66,56 @@ def count_text(text: str) -> int:
     return total
 
 
-_LINE_TOKENS: dict[bytes, int] = {}
-"""Tokens per line (with its line break) of canonical JSON, shared by every file and tool of a process."""
+def _encode_line(line: bytes) -> int:
+    piece = line.decode("utf-8") + "\n"
+    return len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
+
+
+class _Spaces(dict[int, int]):
+    """n → tokens of a run of n spaces on its own."""
+
+    def __missing__(self, count: int) -> int:
+        found = self[count] = len(_encoding().encode_ordinary(" " * count)) if count else 0
+        return found
+
+
+class _Indented(dict[bytes, int]):
+    """A line's text after its indentation, with one space before it → its tokens (with the line break)."""
+
+    def __missing__(self, rest: bytes) -> int:
+        found = self[rest] = _encode_line(rest)
+        return found
+
+
+class _Lines(dict[bytes, int]):
+    """Line → tokens of the line with its line break, in canonical JSON. Lines repeat across tools and files (a shared
+    schema appears in every tool that uses it): each distinct line is counted once, on its first lookup, and
+    repeats are only looked up (`sum(map(...))` over a file's lines runs in C).
+
+    The same text recurs at many depths (a definition inlined at every level it is used, the same tool in two
+    arrays): an indented line is encoded once per text. o200k_base's pre-tokenizer cuts `k >= 1` leading spaces
+    before a non-space into `k - 1` spaces on their own (`\\s+(?!\\S)`) and a piece that starts with the last space,
+    whatever follows: so tokens(k spaces + text) = tokens(k - 1 spaces alone) + tokens(one space + text)."""
+
+    def __missing__(self, line: bytes) -> int:
+        text = line.lstrip(b" ")
+        indent = len(line) - len(text)
+        found = self[line] = _encode_line(line) if not indent or not text \
+            else _SPACES[indent - 1] + _INDENTED[line[indent - 1:]]
+        return found
+
+
+_SPACES = _Spaces()
+_INDENTED = _Indented()
+
+
+_LINES = _Lines()
+"""Shared by every file and tool of a process."""
+
+
+def line_count(line: bytes) -> int:
+    """Tokens of one line of canonical JSON with its line break."""
+    return _LINES[line]
 
 
 def count_bytes(data: bytes) -> int:
@@ -71,21 +123,41 @@ def count_bytes(data: bytes) -> int:
 
     Counted line by line: in indented JSON every line break is followed by indentation and then `"`, a bracket or a
     value, never `/` or another break, so the pre-tokenizer ends a piece at each one and no token crosses a line
-    (hypothesis checks the sum against one direct count). Lines repeat across tools and files (a shared schema
-    appears in every tool that uses it): each distinct line is encoded once, and repeats are only counted."""
+    (hypothesis checks the sum against one direct count)."""
     lines = data.split(b"\n")
     last = lines.pop()
-    total = 0
-    encoding = None
-    for line, repeats in Counter(lines).items():
-        found = _LINE_TOKENS.get(line)
-        if found is None:
-            encoding = encoding or _encoding()
-            piece = line.decode("utf-8") + "\n"
-            found = _LINE_TOKENS[line] = len(encoding.encode_ordinary(piece)) if len(piece) < CHUNK \
-                else count_text(piece)
-        total += found * repeats
-    return total + (count_text(last.decode("utf-8")) if last else 0)
+    return sum(map(_LINES.__getitem__, lines)) + (count_text(last.decode("utf-8")) if last else 0)
+
+
+_SHIFT = 40
+"""`_Padded` packs two counts in one int: a definition's lines never add up to 2**40 tokens."""
+
+
+class _Padded(dict[bytes, int]):
+    """Line → its tokens, plus the tokens of the line with `pad` before it shifted left by `_SHIFT`: one lookup
+    and one sum give both counts of `count_padded`."""
+
+    def __init__(self, pad: bytes) -> None:
+        super().__init__()
+        self.pad = pad
+
+    def __missing__(self, line: bytes) -> int:
+        found = self[line] = _LINES[line] | _LINES[self.pad + line] << _SHIFT
+        return found
+
+
+_PADDED: dict[bytes, _Padded] = {}
+
+
+def count_padded(data: bytes, pad: bytes) -> tuple[int, int]:
+    """(`count_bytes(data)`, the same count with `pad` before every line): a definition's cost on its own and as
+    indented inside a tools array (`spans.py`). `data` ends with a line break, as canonical JSON does."""
+    lines = data.split(b"\n")
+    if lines.pop():
+        raise ValueError("canonical JSON ends with a line break")
+    known = _PADDED.get(pad) or _PADDED.setdefault(pad, _Padded(pad))
+    both = sum(map(known.__getitem__, lines))
+    return both & ((1 << _SHIFT) - 1), both >> _SHIFT
 
 
 def count_json(value: Any) -> int:

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from tests.servers.inprocess import free_port
+from tests.support.loopback import stop, wait_for_port
+from tests.support.paths import SERVERS
 
-HERE = Path(__file__).parent
+HERE = SERVERS
 EVERYTHING = HERE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 LOCALHOST_ONLY = HERE / "localhost_only.cjs"
 INSTALL = "npm ci --prefix tests/servers"
@@ -58,23 +57,8 @@ def everything_http(mode: str) -> Iterator[str]:
     process = subprocess.Popen([node, "--require", str(LOCALHOST_ONLY), str(EVERYTHING), mode],
                                env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL, stderr=log, cwd=HERE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    stderr = log.read().decode(errors="replace")
-                    raise RuntimeError(f"server-everything {mode} did not start: {stderr[-500:]}") from None
-                time.sleep(0.05)
+        wait_for_port(port, process, f"server-everything {mode}", timeout_s=30, log=log)
         yield f"http://127.0.0.1:{port}/{'mcp' if mode == 'streamableHttp' else 'sse'}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()

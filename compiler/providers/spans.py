@@ -1,0 +1,129 @@
+"""A target's tools array as spans of one file: the lowering worker writes `schemas/<target>.json` one definition
+at a time and records where each definition sits and what it costs in tokens; the fit stage then cuts toolset
+arrays out of that file by byte range and adds up their tokens, never decoding the file nor encoding a tool again
+(on Microsoft Graph, that decoding and re-encoding was most of a compile).
+
+`canonical_json(tools_array(target, definitions))` is a frame (`head`, `sep` between definitions, `tail`) around
+each definition's canonical encoding re-indented to the frame's column (`pad`): JSON strings hold no raw newline,
+so indenting after every newline is exact. Token counts add up because no o200k_base token crosses a line break
+of canonical JSON (`tokens.count_bytes`): an array costs its frame with every definition cut to its first and
+last line (`shell`), plus each definition's other lines as indented in the array (`Span.inner`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+import orjson
+
+from compiler.providers import tokens
+from compiler.providers.dialect import Lowered
+from compiler.providers.registry import PROVIDERS
+from compiler.serialize import canonical_json, compact_json
+
+_ITEM = "\u0000toolc-definition\u0000"
+
+
+@dataclass(frozen=True)
+class Frame:
+    head: bytes
+    sep: bytes
+    tail: bytes
+    pad: bytes
+    """The spaces before every line of a definition inside the array but its first."""
+
+    @property
+    def shell(self) -> bytes:
+        """A definition of the array cut to its first and last line (every definition is a multi-line object)."""
+        return b"{\n" + self.pad + b"}"
+
+
+@cache
+def frame(target: str) -> Frame:
+    """The array's skeleton: the canonical encoding of the same array holding one placeholder string."""
+    skeleton = canonical_json(PROVIDERS[target].tools_array([_ITEM]))  # type: ignore[list-item]
+    head, tail = skeleton.split(orjson.dumps(_ITEM))
+    pad = b" " * (len(head) - head.rfind(b"\n") - 1)
+    return Frame(head, b",\n" + pad, tail, pad)
+
+
+def empty(target: str) -> bytes:
+    """The array of no definitions (not a frame around nothing: `[]`, or no Tool at all for Gemini)."""
+    return canonical_json(PROVIDERS[target].tools_array([]))
+
+
+class Span(NamedTuple):
+    offset: int
+    length: int
+    tokens: int
+    """The definition on its own, as toolc writes JSON (`canonical_json`): the per-tool figure."""
+    inner: int
+    """Its lines but the first and the last, as indented inside the array."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each definition of one target's tools file sits (by tool id, in file order), and its tokens: a few
+    numbers per tool, sent back from the worker instead of the definitions."""
+
+    target: str
+    spans: dict[str, Span]
+
+
+def write_array(path: Path, target: str, ordered: Sequence[Lowered]) -> tuple[dict[str, str], Layout]:
+    """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
+    array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout."""
+    if not ordered:
+        path.write_bytes(empty(target))
+        return {}, Layout(target, {})
+    shape = frame(target)
+    indent = b"\n" + shape.pad
+    ends = tokens.line_count(shape.pad + b"{") + tokens.line_count(shape.pad + b"}")
+    digests: dict[str, str] = {}
+    spans: dict[str, Span] = {}
+    with path.open("wb") as out:
+        out.write(shape.head)
+        for index, item in enumerate(ordered):
+            digests[item.tool.id] = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
+            alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+            if b"\n" not in alone[:-1]:
+                raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
+            own, padded = tokens.count_padded(alone, shape.pad)
+            if index:
+                out.write(shape.sep)
+            placed = alone[:-1].replace(b"\n", indent)
+            spans[item.tool.id] = Span(out.tell(), len(placed), own, padded - ends)
+            out.write(placed)
+        out.write(shape.tail)
+    return digests, Layout(target, spans)
+
+
+def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> Iterator[bytes]:
+    """The canonical tools array of `tool_ids` (in that order), in pieces, read from the layout's own file."""
+    if not tool_ids:
+        yield empty(layout.target)
+        return
+    shape = frame(layout.target)
+    yield shape.head
+    for index, tool_id in enumerate(tool_ids):
+        span = layout.spans[tool_id]
+        if index:
+            yield shape.sep
+        source.seek(span.offset)
+        yield source.read(span.length)
+    yield shape.tail
+
+
+def array_tokens(layout: Layout, tool_ids: Iterable[str]) -> int:
+    """Tokens of the array `array_chunks` gives, exactly as one count of its bytes."""
+    ids = list(tool_ids)
+    if not ids:
+        return tokens.count_bytes(empty(layout.target))
+    shape = frame(layout.target)
+    skeleton = shape.head + shape.sep.join([shape.shell] * len(ids)) + shape.tail
+    return tokens.count_bytes(skeleton) + sum(layout.spans[tool_id].inner for tool_id in ids)

@@ -1,0 +1,146 @@
+"""`toolc compile`: diagnostics with codes and locations, exit codes, the report, determinism, atomic output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler import pipeline
+from compiler.output import read_tree
+from tests.support.cli import run_toolc
+from tests.support.paths import FIXTURES, ROOT
+
+LISTING = FIXTURES / "mcp" / "mcp-server-time.json"
+
+
+def test_adhoc_compile_writes_catalog_and_report(tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    result = run_toolc("compile", LISTING, FIXTURES / "listings" / "mixed.json", "--out", out, "--report", report)
+    assert result.exit_code == 0, result.stderr
+    catalog = json.loads((out / "catalog.json").read_text())
+    assert [t["id"] for t in catalog["tools"]] == [
+        "mcp:mcp-server-time:convert_time",
+        "mcp:mcp-server-time:get_current_time",
+        "mcp:mixed:kept_2020",
+        "mcp:mixed:kept_draft7",
+    ]
+    data = json.loads(report.read_text())
+    assert data["tools"] == 4
+    assert data["sources"]["mixed"]["tools"] == 2
+    assert data["sources"]["mixed"]["warnings"] == 5
+    assert {d["code"] for d in data["diagnostics"]} >= {"TC351", "TC352"}
+    assert set(data["diagnostics"][0]) >= {"code", "severity", "source", "tool", "pointer", "message"}
+    assert "warning[TC351]" in result.stderr
+
+
+def test_strict_turns_warnings_into_failure(tmp_path: Path) -> None:
+    result = run_toolc("compile", FIXTURES / "listings" / "mixed.json", "--out", tmp_path / "o", "--strict")
+    assert result.exit_code == 1
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "where"),
+    [
+        ("broken.json", "TC101", "broken.json:4:"),
+        ("broken.yaml", "TC102", "broken.yaml:7:1"),
+        ("neither.json", "TC104", "neither.json"),
+        ("missing.json", "TC103", "missing.json"),
+    ],
+)
+def test_bad_input_gets_a_located_diagnostic(tmp_path: Path, name: str, code: str, where: str) -> None:
+    report = tmp_path / "report.json"
+    result = run_toolc("compile", FIXTURES / "invalid" / name, "--out", tmp_path / "o", "--report", report)
+    assert result.exit_code == 1
+    assert f"error[{code}]" in result.stderr and where in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert json.loads(report.read_text())["diagnostics"][0]["code"] == code
+
+
+def test_ten_thousand_levels_of_nesting(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"tools": [{"name": "d", "inputSchema": {"type": "object", "x": ' + "[" * 10_000 + "]" * 10_000 + "}}]}")
+    result = run_toolc("compile", deep, "--out", tmp_path / "o")
+    assert result.exit_code == 1
+    assert "error[TC105]" in result.stderr
+
+
+def test_a_failed_compile_leaves_previous_output_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_toolc("compile", LISTING, "--out", out).exit_code == 0
+    before = read_tree(out)
+    (out / "catalog.json").touch()
+    stamp = (out / "catalog.json").stat().st_mtime_ns
+    result = run_toolc("compile", LISTING, FIXTURES / "invalid" / "broken.json", "--out", out)
+    assert result.exit_code == 1
+    assert read_tree(out) == before
+    assert (out / "catalog.json").stat().st_mtime_ns == stamp
+    assert "left as it was" in result.stderr
+
+
+def test_an_internal_error_is_a_diagnostic_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(build: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "emit_catalog", explode)
+    monkeypatch.delenv("TOOLC_DEBUG", raising=False)
+    result = run_toolc("compile", LISTING, "--out", tmp_path / "o")
+    assert result.exit_code == 3
+    assert "error[TC999]: internal error: RuntimeError: boom" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_errors_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "toolc.yaml"
+    config.write_text("outptu: generated\n")
+    result = run_toolc("compile", "-c", config)
+    assert result.exit_code == 2
+    assert "error[TC110]" in result.stderr and "outptu" in result.stderr
+
+
+def test_duplicate_source_ids_and_unknown_targets(tmp_path: Path) -> None:
+    config = tmp_path / "toolc.yaml"
+    shutil.copy(LISTING, tmp_path / "a.json")
+    config.write_text("recordings:\n  - {id: same, path: a.json}\n  - {id: same, path: a.json}\n")
+    result = run_toolc("compile", "-c", config, "--target", "openai-chat,nope")
+    assert result.exit_code == 1
+    assert "error[TC106]" in result.stderr and "error[TC107]" in result.stderr
+
+
+def _compile_default_project(out: Path, seed: str) -> dict[str, bytes]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    subprocess.run([sys.executable, "-m", "compiler", "compile", "-c", str(ROOT / "toolc.yaml"), "--out", str(out)],
+                   check=True, env=env, capture_output=True, cwd=ROOT)
+    return read_tree(out)
+
+
+def test_default_project_is_deterministic_and_matches_the_golden_record(tmp_path: Path) -> None:
+    first = _compile_default_project(tmp_path / "a", "1")
+    second = _compile_default_project(tmp_path / "b", "2")
+    assert first == second
+    assert first.keys() >= {"catalog.json"}
+    committed = read_tree(ROOT / "generated")
+    stale = sorted(p for p in first.keys() | committed.keys() if first.get(p) != committed.get(p))
+    assert not stale, f"generated/ is stale; run `toolc compile` and commit: {stale[:10]}"
+
+
+def test_output_does_not_depend_on_where_the_project_lives(tmp_path: Path) -> None:
+    """A clone in another folder compiles to the same bytes (no folder names, no absolute paths)."""
+    elsewhere = tmp_path / "somewhere-else"
+    for relative in ("toolc.yaml", "fixtures/mcp", "fixtures/openapi/params.yaml",
+                     "fixtures/corpus/oai-examples/v3.0/petstore-expanded.yaml"):
+        source, target = ROOT / relative, elsewhere / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy(source, target)
+    subprocess.run([sys.executable, "-m", "compiler", "compile", "-c", str(elsewhere / "toolc.yaml")],
+                   check=True, capture_output=True, cwd=tmp_path)
+    assert read_tree(elsewhere / "generated") == read_tree(ROOT / "generated")

@@ -1,0 +1,163 @@
+"""Issue 13's lowering details: descriptions cut at a boundary, Gemini's own loss codes, Claude input_examples,
+and the strict transforms and their name-map shapes (compiler side; the router side is in providers/test_fit.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from compiler.providers import codes
+from compiler.providers.descriptions import ELLIPSIS, cut
+from compiler.providers.namemap import arguments_to_wire
+from compiler.providers.validate import validate
+from tests.support.paths import ROOT
+from tests.support.providers import lower_one
+
+
+@given(st.text(alphabet=st.sampled_from("ab .\n"), max_size=300), st.integers(min_value=8, max_value=200))
+@example(" aaaaaaaa", 8)  # the only break is leading white space: cutting there would leave nothing
+def test_a_cut_description_fits_and_ends_at_a_boundary(text: str, limit: int) -> None:
+    out = cut(text, limit)
+    assert len(out) <= limit
+    if out == text:
+        return
+    assert out.endswith(ELLIPSIS)
+    kept = out[: -len(ELLIPSIS)]
+    assert text.startswith(kept)
+    rest = text[len(kept):]
+    at_boundary = rest[:1].isspace() or kept[-1:] in (".", "!", "?")
+    # Mid-word only when no word break follows the first word's start (a break in leading space would keep nothing).
+    assert at_boundary or not any(char.isspace() for char in kept.lstrip())
+
+
+def test_a_long_tool_description_is_cut_at_a_sentence_for_openai() -> None:
+    description = "Lists things. " * 80 + "Tail without end"
+    result = lower_one({"type": "object", "properties": {}}, "openai-chat", description=description)
+    sent = result.lowered[0].definition["function"]["description"]
+    assert len(sent) <= 1024 and sent.endswith("things." + ELLIPSIS)
+    assert codes.DESCRIPTION_TRUNCATED in {d.code for d in result.diagnostics}
+
+
+def test_gemini_reports_a_required_entry_naming_no_property() -> None:
+    result = lower_one({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "ghost"]},
+                       "gemini")
+    assert result.lowered[0].definition["parameters"]["required"] == ["a"]
+    (loss,) = [d for d in result.diagnostics if d.code == codes.GEMINI_REQUIRED_DROPPED]
+    assert "ghost" in loss.message and loss.provider == "gemini"
+
+
+def test_gemini_reports_a_pruned_recursion_under_its_own_code() -> None:
+    from tests.support.providers import catalog_of, lower, make_tool
+
+    tree = {"type": "object", "properties": {"name": {"type": "string"}, "child": {"$ref": "#/$defs/node"}}}
+    tool = make_tool({"type": "object", "properties": {"root": {"$ref": "#/$defs/node"}}})
+    result = lower(catalog_of(tool, definitions={"node": tree}), "gemini")
+    found = {d.code for d in result.diagnostics}
+    assert codes.GEMINI_RECURSION_PRUNED in found and codes.RECURSION_PRUNED not in found
+    anthropic = {d.code for d in lower(catalog_of(tool, definitions={"node": tree}), "anthropic").diagnostics}
+    assert codes.RECURSION_PRUNED in anthropic
+
+
+def test_claude_input_examples_are_the_valid_document_examples() -> None:
+    schema = {"type": "object", "required": ["name"], "examples": [{"name": "Rex"}, {"name": 3}],
+              "properties": {"name": {"type": "string", "examples": ["Fido"]},
+                             "age": {"type": "integer", "examples": ["old", 4]}}}
+    result = lower_one(schema, "anthropic")
+    definition = result.lowered[0].definition
+    assert definition["input_examples"] == [{"name": "Rex"}, {"name": "Fido", "age": 4}]
+    assert validate("anthropic", definition) == []
+    (dropped,) = [d for d in result.diagnostics if d.code == codes.EXAMPLE_DROPPED]
+    assert "does not validate" in dropped.message
+
+
+def test_no_examples_no_key() -> None:
+    result = lower_one({"type": "object", "properties": {"a": {"type": "string"}}}, "anthropic")
+    assert "input_examples" not in result.lowered[0].definition
+
+
+def test_the_two_lowering_gaps_stay_closed() -> None:
+    """A nested ["object","null"] branch gets additionalProperties: false; a maxLength inside an anyOf branch stays
+    strict (issue 13 measured both losing strict)."""
+    nested = {"type": "object", "properties": {"a": {"anyOf": [
+        {"type": ["object", "null"], "properties": {"x": {"type": "string"}}}, {"type": "string"}]}}}
+    length = {"type": "object", "properties": {"a": {"anyOf": [{"type": "string", "maxLength": 5},
+                                                              {"type": "integer"}]}}}
+    for schema in (nested, length):
+        result = lower_one(schema, "openai-chat")
+        assert result.lowered[0].strict, [d.message for d in result.diagnostics]
+        assert validate("openai-chat", result.lowered[0].definition) == []
+    branch = lower_one(nested, "openai-chat").lowered[0].parameters["properties"]["a"]["anyOf"][0]
+    assert branch["additionalProperties"] is False
+
+
+MAP_SCHEMA = {"type": "object", "required": ["spec"], "properties": {
+    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "spec": {"type": "object", "properties": {
+        "env": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+            "value": {"type": "string"}, "secret": {"type": "boolean"}}, "required": ["value"]}},
+        "raw": {"description": "any JSON"},
+        "extra": {"type": "object"}}}}}
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                        max_size=3), max_leaves=8)
+keys = st.text(min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=st.dictionaries(keys, st.text(max_size=8), max_size=4),
+       env=st.dictionaries(keys, st.fixed_dictionaries({"value": st.text(max_size=5)},
+                                                       optional={"secret": st.booleans()}), max_size=3),
+       raw=json_values, extra=st.dictionaries(st.text(max_size=5), json_values, max_size=3))
+def test_maps_and_free_form_values_round_trip_through_the_name_map(labels: dict[str, str], env: dict[str, Any],
+                                                                   raw: Any, extra: dict[str, Any]) -> None:
+    result = lower_one(MAP_SCHEMA, "openai-chat")
+    lowered = result.lowered[0]
+    assert lowered.strict and validate("openai-chat", lowered.definition) == []
+    found = {d.code for d in result.diagnostics}
+    assert {codes.MAP_ENTRIES, codes.JSON_ENCODED} <= found
+    names = {"target": "openai-chat", "tools": {lowered.name: result.entries[lowered.name]}}
+
+    def strict_env(value: dict[str, Any]) -> dict[str, Any]:
+        return {"value": value["value"], "secret": value.get("secret")}  # strict sends every key; null = omitted
+
+    sent = {"labels": [{"key": k, "value": v} for k, v in labels.items()],
+            "spec": {"env": [{"key": k, "value": strict_env(v)} for k, v in env.items()],
+                     "raw": json.dumps(raw), "extra": json.dumps(extra)}}
+    _tool, wire = arguments_to_wire("openai-chat", lowered.name, sent, names)
+    assert wire == {"labels": labels, "spec": {"env": env, "raw": raw, "extra": extra}}
+
+
+def test_a_cut_description_stays_whole_in_the_catalog_and_the_stub() -> None:
+
+    generated = ROOT / "generated"
+    tools = json.loads((generated / "schemas/openai-chat.json").read_text())
+    (sent,) = [t["function"]["description"] for t in tools if t["function"]["name"] == "sequentialthinking"]
+    last = "Only set nextThoughtNeeded to false when truly done and a satisfactory answer is reached"
+    assert sent.endswith("hypothesis" + ELLIPSIS) and last not in sent
+    assert last in (generated / "python/sequential_thinking/tools.py").read_text()
+    assert last in (generated / "catalog.json").read_text()
+
+
+json_documents = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_documents)
+def test_line_by_line_token_counts_equal_one_direct_count(value: Any) -> None:
+    """`tokens.count_bytes` counts canonical JSON line by line (cached); that must be exactly one encode."""
+    import bpe_openai
+
+    from compiler.providers import tokens
+    from compiler.serialize import canonical_json
+
+    data = canonical_json(value)
+    direct = len(bpe_openai.get_encoding("o200k_base").encode_ordinary(data.decode()))
+    assert tokens.count_bytes(data) == direct

@@ -1,0 +1,19 @@
+"""Shared test helper: a one-call, in-process `toolc` run (paths live in `tests.support.paths`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from compiler.cli import main
+
+
+def run_toolc(*args: str | Path, cwd: Path | None = None) -> Result:
+    """Run the CLI in-process; stderr is kept apart so tests can read diagnostics."""
+    runner = CliRunner()
+    argv = [str(a) for a in args]
+    if cwd is None:
+        return runner.invoke(main, argv, catch_exceptions=False)
+    with runner.isolated_filesystem(temp_dir=cwd):
+        return runner.invoke(main, argv, catch_exceptions=False)
