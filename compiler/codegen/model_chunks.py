@@ -6,8 +6,9 @@ definitions took ~21 s in one run; folded and split into chunks, the same work t
 about half of that on two cores). So:
 
 1. A tool model (`<Tool>Input`/`<Tool>Output`) whose schema is the same JSON as an earlier tool model's (by
-   name), and that nothing refers to, is not generated again: its chunk gets `class Dup(Canonical): pass`,
-   which is what the generator's `reuse_model` writes for it anyway (GitHub: 972 of 2,747 definitions).
+   name), and that nothing refers to, is not generated again: its chunk gets a copy of the canonical model's
+   class under the duplicate's name (a copy, not `class Dup(Canonical): pass` as the generator's
+   `reuse_model` writes: one tool's model never inherits from another's) (GitHub: 972 of 2,747 definitions).
 2. The other definitions are grouped into connected components of the `$ref` graph, and the components are
    packed into ceil(total / CHUNK_WEIGHT) chunks by bytes of schema JSON (largest first, into the lightest
    chunk, ties by name). No `$ref` crosses a chunk, so each chunk is a self-contained generator run. The split
@@ -26,6 +27,7 @@ chunk (`_models._models_3.Body12`).
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import math
 import re
@@ -46,6 +48,7 @@ from compiler.codegen.models import (
     long_field_aliases,
     ref_target,
     run_datamodel_codegen,
+    split_source_lines,
 )
 from compiler.parallel import cores, start_context
 
@@ -70,7 +73,7 @@ class _Job:
     """`_models_<i>` for a chunk of a split source, empty for `models.py`."""
     schema: dict[str, Any]
     header: str
-    subclasses: tuple[tuple[str, str], ...]
+    copies: tuple[tuple[str, str], ...]
     """(folded duplicate, its canonical model) pairs whose canonical model is in this chunk."""
     allow_calls: frozenset[str]
     weight: int
@@ -153,21 +156,38 @@ def _chunks(texts: Mapping[str, str]) -> list[list[str]]:
 def _run(job: _Job) -> ModelsModule:
     """One chunk, start to finish: generate, check, read back, then add the folded duplicates.
 
-    The `class Dup(Canonical): pass` lines are written here from two names that are safe identifiers (checked),
-    with the canonical one a class of the checked module and the duplicate not yet defined in it; otherwise the
-    duplicate gets no model (the stubs report TC602 and type it as Any)."""
+    Each folded duplicate is a copy of its canonical model's class under its own name (never a subclass: one
+    tool's model does not inherit from another's), written here from two names that are safe identifiers
+    (checked), with the canonical one a class of the checked module and the duplicate not yet defined in it;
+    otherwise the duplicate gets no model (the stubs report TC602 and type it as Any)."""
     code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases)))
     tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
     models = analyse(code, tree, module=job.module)
-    classes = {statement.name for statement in tree.body if isinstance(statement, ast.ClassDef)}
-    pairs = [(dup, canon) for dup, canon in job.subclasses
-             if canon in classes and dup not in models.local_names and is_safe_identifier(dup)]
+    if job.base:
+        models, tree = _swap_stand_ins(models, tree, job)
+        code = models.code
+    classes = {statement.name: statement for statement in tree.body if isinstance(statement, ast.ClassDef)}
+    lines = split_source_lines(code)
+    copies = {dup: copy for dup, canon in job.copies
+              if canon in classes and dup not in models.local_names and is_safe_identifier(dup)
+              and (copy := _renamed_class(lines, classes[canon], dup)) is not None}
+    pairs = [(dup, canon) for dup, canon in job.copies if dup in copies]
     if not pairs:
         return models
-    extra = "".join(f"\n\nclass {dup}({canon}):\n    pass\n" for dup, canon in pairs)
+    code = code.rstrip("\n") + "\n" + "".join(f"\n\n{copies[dup]}" for dup, _ in pairs)
     fields = {**models.fields, **{dup: models.fields[canon] for dup, canon in pairs}}
-    return replace(models, code=code + extra, fields=fields,
-                   local_names=models.local_names | {dup for dup, _ in pairs})
+    return replace(models, code=code, fields=fields, local_names=models.local_names | {dup for dup, _ in pairs})
+
+
+def _renamed_class(lines: Sequence[str], node: ast.ClassDef, name: str) -> str | None:
+    """The source of class `node` with its name changed to `name` (the body never names the class itself: a model
+    something refers to is never folded); None for a class not written as generated models are."""
+    head = lines[node.lineno - 1]
+    keyword = f"class {node.name}"
+    if node.decorator_list or not head.startswith(keyword) or head[len(keyword)] not in "(:":
+        return None
+    body = lines[node.lineno:node.end_lineno or node.lineno]
+    return "".join([f"class {name}{head[len(keyword):]}", *body]).rstrip("\n") + "\n"
 
 
 _WARM_UP = {"$defs": {"Warm": {"type": "object", "properties": {"kind": {"enum": ["a"]}}, "required": ["kind"]}}}
@@ -187,6 +207,10 @@ def _run_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
     context = start_context()
     if context.get_start_method() == "fork":
         _warm_up()
+        # Everything built so far out of the cyclic GC's generations (the pipeline unfreezes at the end of the
+        # compile): a forked worker's collections would otherwise write to each such object's header and so copy
+        # the parent's pages (Microsoft Graph: the providers' and router's data, about 1 GB of copies).
+        gc.freeze()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=limits.cap_worker,
                                initargs=(limits.worker_budget(),))
     try:
@@ -267,7 +291,7 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
     jobs = []
     for index, chunk in enumerate(chunks):
         module = f"_models_{index:0{width}d}" if split else ""
-        subclasses = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
+        copies = tuple(sorted((dup, canon) for dup, canon in folded.items() if home.get(canon) == index))
         defs = {name: table[name] for name in chunk}
         base = bases[index]
         wanted: list[str] = []
@@ -280,12 +304,13 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
             filename=f"{package}/{module or 'models'}.py", module=module, schema=schema,
             aliases=tuple(sorted(long_field_aliases(schema).items())),
             header=header if not split else f"{header}\n# Chunk {index} of {len(chunks)}; models.py re-exports it.",
-            subclasses=subclasses, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
+            copies=copies, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
             base=f"_models_{base:0{width}d}" if base is not None else "", stand_ins=tuple(wanted)))
-    modules = _run_all(jobs)
     try:
-        modules = [_attach(modules[i], job, modules[bases[i] or 0], table) if job.base else modules[i]
-                   for i, job in enumerate(jobs)]
+        modules = _run_all(jobs)
+        for i, job in enumerate(jobs):
+            if job.base:
+                _check_stand_ins(modules[i], job, modules[bases[i] or 0], table)
     except _StandInMismatch:
         return generate_models(table, keys, package=package, header=header, allow_calls=allow_calls,
                                split_big=False)
@@ -304,11 +329,11 @@ def _aliased(module: ModelsModule) -> frozenset[str]:
     return frozenset(match.group(1) for match in _ALIAS_LINE.finditer(module.code))
 
 
-def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[str, Any]) -> ModelsModule:
-    """The leaf chunk with its stand-in classes replaced by the shared module's classes.
-
-    Each stand-in is found by its one field; the shared class of the same name must exist and, for an object
-    definition, have at least the definition's properties. Otherwise _StandInMismatch."""
+def _swap_stand_ins(leaf: ModelsModule, tree: ast.Module, job: _Job) -> tuple[ModelsModule, ast.Module]:
+    """The leaf chunk (and its tree) with its stand-in classes replaced by the shared module's classes
+    (`Name = _models_0.Name`), in the worker that generated it. Each stand-in is found by its one field;
+    `_check_stand_ins` then checks them against the shared module. A stand-in that does not line up:
+    _StandInMismatch."""
     by_field = {f"toolc_stand_in_{i}": name for i, name in enumerate(job.stand_ins)}
     stand_ins: dict[str, str] = {}  # class name → shared definition
     for cls, fields in leaf.fields.items():
@@ -316,13 +341,7 @@ def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[st
             stand_ins[cls] = by_field[only]
     if len(stand_ins) != len(by_field) or len(set(stand_ins.values())) != len(by_field):
         raise _StandInMismatch(job.filename)
-    for cls, name in stand_ins.items():
-        properties = table[name].get("properties") if isinstance(table[name], dict) else None
-        if cls not in base.local_names or (isinstance(properties, dict)
-                                           and not set(properties) <= set(base.fields.get(cls, {}))):
-            raise _StandInMismatch(job.filename)
     lines = leaf.code.split("\n")
-    tree = ast.parse(leaf.code)
     drop: set[int] = set()
     last_import = 0
     for statement in tree.body:
@@ -339,7 +358,18 @@ def _attach(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[st
             *(f"{cls} = {job.base}.{cls}" for cls in sorted(stand_ins))]
     code = "\n".join(head + [line for i, line in enumerate(lines) if i >= last_import and i not in drop])
     checked = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
-    return analyse(code, checked, module=job.module)
+    swapped = analyse(code, checked, module=job.module)
+    return replace(swapped, stand_ins=tuple(sorted(stand_ins.items()))), checked
+
+
+def _check_stand_ins(leaf: ModelsModule, job: _Job, base: ModelsModule, table: Mapping[str, Any]) -> None:
+    """Each stand-in's shared class must exist in the shared module and, for an object definition, have at
+    least the definition's properties. Otherwise _StandInMismatch."""
+    for cls, name in leaf.stand_ins:
+        properties = table[name].get("properties") if isinstance(table[name], dict) else None
+        if cls not in base.local_names or (isinstance(properties, dict)
+                                           and not set(properties) <= set(base.fields.get(cls, {}))):
+            raise _StandInMismatch(job.filename)
 
 
 def _split_layout(modules: Sequence[ModelsModule], owner: Mapping[str, int], *, header: str, package: str,
@@ -351,11 +381,14 @@ def _split_layout(modules: Sequence[ModelsModule], owner: Mapping[str, int], *, 
         for name in module.local_names - aliased.get(index, frozenset()):
             defined[name] = defined.get(name, 0) + 1
     exported: list[list[str]] = []
+    homes: dict[int, set[str]] = {}
+    for key, home in owner.items():
+        homes.setdefault(home, set()).add(key)
     for index, module in enumerate(modules):
-        tool_models = {key for key, home in owner.items() if home == index and key in module.local_names}
-        unique = {name for name, count in defined.items()  # never `_…` (chunk modules, `__all__`) or `annotations`
-                  if count == 1 and name in module.local_names - aliased.get(index, frozenset()) and name not in owner
-                  and not name.startswith("_") and name != "annotations"}
+        tool_models = homes.get(index, set()) & module.local_names
+        own = module.local_names - aliased.get(index, frozenset())
+        unique = {name for name in own  # never `_…` (chunk modules, `__all__`) or `annotations`
+                  if defined[name] == 1 and name not in owner and not name.startswith("_") and name != "annotations"}
         exported.append(sorted(tool_models | unique))
     modules = [replace(module, exported=frozenset(names)) for module, names in zip(modules, exported, strict=True)]
     facade = _facade(header, modules, exported)

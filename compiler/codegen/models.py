@@ -48,6 +48,8 @@ class ModelRequest:
     """A bundled, self-contained schema (local `$defs`, refs `#/$defs/<name>`); read-only."""
     tool: str
     pointer: str
+    introduces: tuple[str, ...] = ()
+    """Shared definitions (`combine`'s `shared`) this request reached first (`codegen.bundling`)."""
 
 
 @dataclass
@@ -82,7 +84,8 @@ def ref_target(ref: str) -> tuple[str, str] | None:
     return unescape_token(head), ("/" + rest if rest else "")
 
 
-def _references(node: Any) -> set[str]:
+def references(node: Any) -> set[str]:
+    """The `#/$defs/<name>` names a schema refers to."""
     found: set[str] = set()
 
     def collect(ref: str) -> str:
@@ -106,7 +109,7 @@ def _rename_plan(request: ModelRequest, local: Mapping[str, Any], table: Mapping
                if n in reserved or (n in table and not _same(n, sub, table, origin))}
     if not renamed:  # the usual case; the references below cost a copy of every local definition
         return {}
-    deps = {n: _references(sub) for n, sub in local.items()}
+    deps = {n: references(sub) for n, sub in local.items()}
     changed = True
     while changed:  # a definition that refers to a renamed one differs from its namesake too
         changed = False
@@ -123,7 +126,10 @@ def _rename_plan(request: ModelRequest, local: Mapping[str, Any], table: Mapping
     return plan
 
 
-def combine(requests: Iterable[ModelRequest]) -> Combined:
+def combine(requests: Iterable[ModelRequest], shared: Mapping[str, Any] | None = None) -> Combined:
+    """`shared`: the source's shared definitions, which requests refer to without carrying them (each enters the
+    table when the request that `introduces` it does, as if that request had carried it)."""
+    shared = shared or {}
     requests = list(requests)
     reserved = {r.key for r in requests}
     table: dict[str, Any] = {}
@@ -143,8 +149,13 @@ def combine(requests: Iterable[ModelRequest]) -> Combined:
             target = ref_target(ref)
             if target is not None and target[0] in local:
                 return "#/$defs/" + escape_token(plan.get(target[0], target[0])) + target[1]
+            if target is not None and target[0] in shared:
+                return ref
             return "#/$defs/" + escape_token(request.key) + ref[1:]  # a pointer into the tool schema itself
 
+        for name in request.introduces:
+            table[name] = _walk(shared[name], rewrite)
+            origin[name] = id(shared[name])
         body = _walk({k: v for k, v in request.schema.items() if k != "$defs"}, rewrite)
         for name, sub in local.items():
             new_name = plan.get(name, name)
@@ -267,6 +278,9 @@ class ModelsModule:
     when they live in `models.py` itself."""
     exported: frozenset[str] = frozenset()
     """Of `local_names`, those `models.py` re-exports from `module` (so `_models.<name>` reaches them)."""
+    stand_ins: tuple[tuple[str, str], ...] = ()
+    """For a leaf chunk of a big component: (name, shared definition) of each class it takes from its shared
+    module instead of a stand-in (`model_chunks`)."""
 
 
 class _Segments:

@@ -1,7 +1,8 @@
 """The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
 
-Only `_tables.py` carries project data (project name, tools, servers, HTTP APIs, policy, provider name maps,
-targets, audit DSN), rendered from `templates/router/_tables.py.jinja` as Python literals. Every other module is
+Only `_tables.py` carries project data (project name, servers, HTTP APIs, policy, targets, audit DSN as Python
+literals, rendered from `templates/router/_tables.py.jinja`), with `_tables.json` beside it: the per-tool tables
+and provider name maps, read on first use (`router_tables.tables_file`). Every other module is
 the same for every project: real Python files under `templates/router/static/`, linted, formatted and
 type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
 compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
@@ -32,6 +33,7 @@ from compiler.codegen.router_tables import (
     policy_table,
     recording_only_servers,
     server_rows,
+    tables_file,
     tool_rows,
 )
 from compiler.diagnostics import Diagnostics
@@ -85,6 +87,7 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
         "targets": tuple(sorted(build.targets)),
+        "tables_json": tables_file(rows, maps),
     }
 
 
@@ -100,6 +103,9 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
     files[f"{PACKAGE}/py.typed"] = b""
+    tables_json = context["tables_json"]
+    assert isinstance(tables_json, bytes)
+    files[f"{PACKAGE}/_tables.json"] = tables_json
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)

@@ -1,4 +1,6 @@
-"""IR + config → the data tables baked into the generated router (`toolc_router/_tables.py`).
+"""IR + config → the data tables baked into the generated router: `toolc_router/_tables.py` (policy, servers, HTTP
+APIs, as Python literals) and `toolc_router/_tables.json` (the per-tool tables, `tables_file`, which `_tables.py`
+reads on first use).
 
 Everything returned here is plain data (str, int, bool, None, tuples, dicts) that the template writes with
 `pyrepr`; nothing from the input becomes an identifier. Problems are TC63x diagnostics, never exceptions:
@@ -15,13 +17,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.build import Build
 from compiler.config import PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, McpBinding, RiskLevel, Tool
+from compiler.serialize import compact_json
 from compiler.sources.mcp_env import looks_secret
+
+if TYPE_CHECKING:
+    from compiler.codegen.router_names import NameMaps
 
 UNROUTABLE_TOOL = "TC630"
 LITERAL_SECRET = "TC631"
@@ -215,3 +221,46 @@ def recording_only_servers(tools: list[Tool], servers: list[dict[str, Any]], dia
     for server in missing:
         diagnostics.info(NO_LAUNCH_DETAILS, "tools come from a recording with no launch details: the router reaches "
                          "this server only through Router.set_server_factory", source=server)
+
+
+TABLES_FORMAT = 1
+_TOOL_DEFAULTS: dict[str, Any] = {"side_effects": [], "fixed_params": {}, "mcp_tool": None, "http": None, "aliases": []}
+_HTTP_DEFAULTS: dict[str, Any] = {"body_content_type": None, "security": [], "base_url": None, "body_required": False}
+_ARG_DEFAULTS: dict[str, Any] = {"required": False, "style": None, "explode": None, "whole_body": False,
+                                 "content_type": None, "allow_reserved": False, "required_in_body": False, "kind": None}
+_SCHEME_DEFAULTS: dict[str, Any] = {"scheme": None, "location": None, "param_name": None}
+"""The defaults of `ToolSpec`, `HttpSpec`, `HttpArg` and `AuthScheme` (templates/router/_types.py.jinja): a value
+equal to its field's default is left out of `_tables.json`."""
+
+
+def _without_defaults(row: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    def default(key: str, value: Any) -> bool:
+        value = list(value) if isinstance(value, tuple) else value
+        return key in defaults and type(value) is type(defaults[key]) and value == defaults[key]
+
+    return {key: value for key, value in row.items() if not default(key, value)}
+
+
+def _compact_tool(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = _without_defaults(row, _TOOL_DEFAULTS)
+    http = row["http"]
+    if http is not None:
+        http = _without_defaults(http, _HTTP_DEFAULTS)
+        http["arguments"] = [_without_defaults(argument, _ARG_DEFAULTS) for argument in http["arguments"]]
+        if "security" in http:
+            http["security"] = [[_without_defaults(scheme, _SCHEME_DEFAULTS) for scheme in alternative]
+                                for alternative in http["security"]]
+        out["http"] = http
+    return out
+
+
+def tables_file(tools: list[dict[str, Any]], maps: NameMaps) -> bytes:
+    """`_tables.json`: tool rows by id (`tool_rows`, plus their policy `aliases`; values equal to their field's
+    default left out), each distinct provider name table once (`name_tables`) and every target's index into them
+    (`name_maps`). Compact: a big API's is megabytes."""
+    return compact_json({
+        "format": TABLES_FORMAT,
+        "tools": {row["id"]: _compact_tool(row) for row in tools},
+        "name_tables": [dict(table) for table in maps.tables],
+        "name_maps": dict(maps.targets),
+    }) + b"\n"

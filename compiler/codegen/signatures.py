@@ -12,6 +12,7 @@ re-export is spelt through its chunk, which `models.py` does export: `_models._m
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,27 +63,38 @@ def _spelling(name: str, models: ModelsModule, aliases: dict[str, tuple[str, str
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-def _rewrite(annotation: str, models: ModelsModule, aliases: dict[str, tuple[str, str]]) -> str | None:
-    """Every name in the annotation respelt in place (the rest of the text stays as written), or None.
-
-    `ast` positions are UTF-8 byte columns, so the splicing is done on bytes. (This used libcst, which was
-    the slowest part of writing tools.py for a big source.)"""
+@functools.lru_cache(maxsize=65536)
+def _names(annotation: str) -> tuple[tuple[int, int, str], ...] | None:
+    """(start, stop, name) of every name in the annotation, as UTF-8 byte offsets, or None when it does not parse.
+    Cached: a big source repeats a few thousand distinct annotations over its tens of thousands of fields."""
     try:
         tree = ast.parse(annotation, mode="eval")
     except (SyntaxError, ValueError):
         return None
     data = annotation.encode("utf-8")
     line_starts = [0, *(match.end() for match in _LINE_END.finditer(data))]
-    edits: list[tuple[int, int, str]] = []
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            new = _spelling(node.id, models, aliases)
-            if new is None:
-                return None
             end_line = node.end_lineno or node.lineno
-            edits.append((line_starts[node.lineno - 1] + node.col_offset,
-                          line_starts[end_line - 1] + (node.end_col_offset or 0), new))
-    for start, stop, new in sorted(edits, reverse=True):
+            found.append((line_starts[node.lineno - 1] + node.col_offset,
+                          line_starts[end_line - 1] + (node.end_col_offset or 0), node.id))
+    return tuple(sorted(found, reverse=True))
+
+
+def _rewrite(annotation: str, models: ModelsModule, aliases: dict[str, tuple[str, str]]) -> str | None:
+    """Every name in the annotation respelt in place (the rest of the text stays as written), or None.
+
+    `ast` positions are UTF-8 byte columns, so the splicing is done on bytes. (This used libcst, which was
+    the slowest part of writing tools.py for a big source.)"""
+    names = _names(annotation)
+    if names is None:
+        return None
+    data = annotation.encode("utf-8")
+    for start, stop, name in names:
+        new = _spelling(name, models, aliases)
+        if new is None:
+            return None
         data = data[:start] + new.encode("utf-8") + data[stop:]
     return data.decode("utf-8")
 

@@ -48,13 +48,13 @@ import libcst
 
 from compiler import limits
 from compiler.build import Build
+from compiler.codegen.bundling import SharedDefinitions
 from compiler.codegen.env import render
 from compiler.codegen.identifiers import name_hash, pascal_name, snake_name, unique_names
 from compiler.codegen.keep import kept_functions, merge_kept
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.model_chunks import GeneratedModels, generate_models
-from compiler.codegen.models import ModelGenerationError, ModelRequest, ModelsModule, combine
-from compiler.codegen.patterns import drop_bad_patterns
+from compiler.codegen.models import Combined, ModelGenerationError, ModelRequest, ModelsModule, combine
 from compiler.codegen.signatures import Imports, Param, parameters
 from compiler.diagnostics import CompilerError
 from compiler.ir import Source, Tool
@@ -117,7 +117,7 @@ def generate_stubs(build: Build) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for source in build.catalog.sources:
         tools = [tool for tool in build.catalog.tools if tool.source == source.id]
-        files.update(_SourcePackage(build, source, tools, packages[source.id]).generate())
+        files.update(SourcePackage(build, source, tools, packages[source.id]).generate())
     return files
 
 
@@ -127,7 +127,7 @@ def input_digest(source: Source, tools: list[Tool]) -> str:
     return hashlib.sha256(compact_json(data)).hexdigest()
 
 
-class _SourcePackage:
+class SourcePackage:
     def __init__(self, build: Build, source: Source, tools: list[Tool], package: str) -> None:
         self.build = build
         self.source = source
@@ -137,7 +137,7 @@ class _SourcePackage:
         self.where = {"source": source.location or source.id}
 
     def generate(self) -> dict[str, bytes]:
-        stubs = self._stubs()
+        stubs = self.stubs()
         models = self._models(stubs)
         files = {"tools.py": self._tools_module(stubs, models)}
         orphans = self._carry_over(files)
@@ -158,7 +158,7 @@ class _SourcePackage:
 
     # -- names and schemas ------------------------------------------------------------------------------
 
-    def _stubs(self) -> list[_Stub]:
+    def stubs(self) -> list[_Stub]:
         names = unique_names([t.name for t in self.tools],
                              lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
         classes = unique_names(names.values(), lambda raw: pascal_name(raw, fallback="Tool"))
@@ -175,32 +175,40 @@ class _SourcePackage:
             stubs.append(_Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
         return stubs
 
-    def _bundle(self, tool: Tool, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
+    def _request(self, key: str, tool: Tool, schema: Mapping[str, Any], pointer: str,
+                 shared: SharedDefinitions) -> ModelRequest:
+        """The tool schema bundled, without the source's shared definitions (held once in `shared`)."""
         try:
             bundled = self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
                                                  source=self.source.id, tool=tool.id)
         except CompilerError as exc:
             self.build.diagnostics.warning(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
                                            tool=tool.id, pointer=pointer, **self.where)
-            return {"type": "object"}
-        cleaned, dropped = drop_bad_patterns(bundled, pointer)
-        for bad in dropped:
+            return ModelRequest(key, {"type": "object"}, tool.id, pointer)
+        split = shared.split(bundled, pointer)
+        for bad in split.dropped:
             self.build.diagnostics.warning(BAD_PATTERN, f"pattern {bad.pattern[:80]!r} would not compile when the "
                                            f"models are imported ({bad.reason}); dropped from the typed model",
                                            tool=tool.id, pointer=bad.pointer, **self.where)
-        return cleaned  # type: ignore[no-any-return]
+        return ModelRequest(key, split.schema, tool.id, pointer, introduces=split.introduces)
 
-    def _models(self, stubs: list[_Stub]) -> GeneratedModels:
+    def combined(self, stubs: list[_Stub]) -> tuple[list[ModelRequest], Combined]:
+        """Every tool model's request and the source's combined `$defs` table (`models.combine`)."""
+        keys = {key for stub in stubs for key in (stub.input_key, stub.output_key) if key}
+        shared = SharedDefinitions(frozenset(self.source.definitions) - keys)
         requests: list[ModelRequest] = []
         for stub in stubs:
-            requests.append(ModelRequest(stub.input_key, self._bundle(stub.tool, stub.tool.input_schema, "/inputSchema"),
-                                         stub.tool.id, "/inputSchema"))
+            schemas = [(stub.input_key, stub.tool.input_schema, "/inputSchema")]
             if stub.output_key and stub.tool.output_schema is not None:
-                requests.append(ModelRequest(stub.output_key, self._bundle(stub.tool, stub.tool.output_schema,
-                                                                           "/outputSchema"), stub.tool.id, "/outputSchema"))
+                schemas.append((stub.output_key, stub.tool.output_schema, "/outputSchema"))
+            for key, schema, pointer in schemas:
+                requests.append(self._request(key, stub.tool, schema, pointer, shared))
+        return requests, combine(requests, shared.cleaned)
+
+    def _models(self, stubs: list[_Stub]) -> GeneratedModels:
+        requests, combined = self.combined(stubs)
         if not requests:
             return _NO_MODELS
-        combined = combine(requests)
         for request, ref in combined.foreign_refs:
             self.build.diagnostics.warning(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
                                            pointer=request.pointer, **self.where)

@@ -83,11 +83,12 @@ def test_split_keeps_every_tool_models_fields(monkeypatch: pytest.MonkeyPatch) -
         assert after.fields[key] == before.fields[key]
 
 
-def test_a_stand_in_that_does_not_line_up_falls_back_to_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("where", ["_swap_stand_ins", "_check_stand_ins"])  # in the leaf's worker, then after
+def test_a_stand_in_that_does_not_line_up_falls_back_to_one_run(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     def mismatch(*args: object) -> object:
         raise model_chunks._StandInMismatch("test")
 
-    monkeypatch.setattr(model_chunks, "_attach", mismatch)
+    monkeypatch.setattr(model_chunks, where, mismatch)
     split = _generate(monkeypatch, split=True)
     whole = _generate(monkeypatch, split=False)
     assert split.files == whole.files

@@ -89,6 +89,7 @@ def test_a_new_provider_is_one_dialect_and_one_registry_entry(tmp_path: Path, mo
     names = json.loads(build.files["schemas/echo.names.json"])
     assert names["tools"]["get_current_time"]["tool"] == "mcp:mcp-server-time:get_current_time"
     assert build.lock is not None and "echo" in build.lock["tools"]["mcp:mcp-server-time:get_current_time"]["providers"]
-    tables = build.files["python/toolc_router/_tables.py"].decode()
-    assert '"echo":' in tables  # the router routes the new provider's tool calls too
+    tables = json.loads(build.files["python/toolc_router/_tables.json"])
+    echo = tables["name_tables"][tables["name_maps"]["echo"]]  # the router routes the new provider's calls too
+    assert echo["get_current_time"]["tool_id"] == "mcp:mcp-server-time:get_current_time"
     assert build.providers["echo"].summary["tools"] == len(emitted)

@@ -3,13 +3,16 @@ output; no literal secrets; bad policy and bad name maps refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from compiler.codegen.router import generate_router
+from compiler.codegen.router import generate_router, router_context
 from compiler.config import ServerConfig, config_from_data
 from compiler.diagnostics import CompilerError
 from tests.support.paths import ROOT
@@ -37,12 +40,37 @@ def test_tables_bake_tools_servers_and_policy(tmp_path: Path) -> None:
         assert tables.NAME_MAPS["anthropic"]["get_current_time"].tool_id == "mcp:mcp-server-time:get_current_time"
 
 
+def test_tool_tables_are_read_on_first_use_and_round_trip(tmp_path: Path) -> None:
+    """`TOOLS`/`NAME_MAPS` come from `_tables.json` when first used (importing the router reads nothing), and every
+    row becomes the spec it describes."""
+    build = make_build(servers=[TIME_SERVER])
+    write_router(build, tmp_path)
+    rows = json.loads((tmp_path / "toolc_router" / "_tables.json").read_text())
+    context_rows: Any = router_context(build)["tools"]
+    full = {row["id"]: json.loads(json.dumps(row)) for row in context_rows}
+    assert len(json.dumps(rows["tools"])) < len(json.dumps(full))  # defaults are left out of the file
+    with load_router(tmp_path):
+        tables = importlib.import_module("toolc_router._tables")
+        assert tables._data.cache_info().currsize == 0  # imported (by the router too), not read yet
+        assert "mcp:nowhere:ghost" not in tables.TOOLS and tables.TOOLS.get("mcp:nowhere:ghost") is None
+        assert tables._data.cache_info().currsize == 1
+        assert sorted(tables.TOOLS) == sorted(rows["tools"]) and len(tables.TOOLS) == len(rows["tools"])
+        for tool_id in rows["tools"]:
+            spec = tables.TOOLS[tool_id]
+            assert spec is tables.TOOLS[tool_id]  # made once, then kept
+            assert json.loads(json.dumps(dataclasses.asdict(spec))) == full[tool_id]
+        assert sorted(tables.NAME_MAPS) == sorted(rows["name_maps"])
+        for target, index in rows["name_maps"].items():
+            for name, entry in rows["name_tables"][index].items():
+                assert dataclasses.asdict(tables.NAME_MAPS[target][name]) == entry
+
+
 def test_output_is_deterministic() -> None:
     first = generate_router(make_build(servers=[TIME_SERVER]))
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.py", "_types.py", "audit.py",
+        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "audit.py",
         "audit_pg.py", "discovery.py", "http_dispatch.py", "mcp_dispatch.py", "policy.py", "providers.py", "redact.py",
         "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_mcp.py", "_serve.json", "shapes.py",
         "stubs.py",
@@ -80,9 +108,10 @@ def test_provider_name_maps_are_embedded() -> None:
         "openai-chat": name_map("openai-chat", {
             "time__get_current_time": {"tool": "mcp:mcp-server-time:get_current_time", "strict": False,
                                        "arguments": {"rename": {"tz": "timezone"}}}})})
-    tables = generate_router(build)["toolc_router/_tables.py"].decode()
-    assert ("'time__get_current_time': NameEntry('mcp:mcp-server-time:get_current_time', "
-            "arguments={'rename': {'tz': 'timezone'}})") in tables
+    tables = json.loads(generate_router(build)["toolc_router/_tables.json"])
+    table = tables["name_tables"][tables["name_maps"]["openai-chat"]]
+    assert table["time__get_current_time"] == {"tool_id": "mcp:mcp-server-time:get_current_time",
+                                               "arguments": {"rename": {"tz": "timezone"}}, "defs": {}}
 
 
 def test_a_name_map_naming_an_unknown_tool_is_a_bug_not_a_diagnostic() -> None:
@@ -101,12 +130,10 @@ def test_equal_name_maps_are_baked_once_and_shared(tmp_path: Path) -> None:
         "gemini": name_map("gemini", {"time_now": "mcp:mcp-server-time:get_current_time"}),
     }
     build = make_build(catalog_from(recordings=("mcp-server-time",), openapi=()), name_maps=maps)
-    tables = generate_router(build)["toolc_router/_tables.py"].decode()
-    assert tables.count("_NAMES_0: Final") == 1 and tables.count("_NAMES_1: Final") == 1
-    assert "_NAMES_2" not in tables
-    assert tables.count("'get_current_time': NameEntry(") == 1  # one literal for both targets
-    assert ("    'anthropic': _NAMES_0,\n    'gemini': _NAMES_1,\n    'openai-responses': _NAMES_0,\n"
-            in tables)  # first use in sorted target order, deterministic
+    tables = json.loads(generate_router(build)["toolc_router/_tables.json"])
+    assert len(tables["name_tables"]) == 2  # one table for both equal targets
+    # first use in sorted target order, deterministic
+    assert tables["name_maps"] == {"anthropic": 0, "gemini": 1, "openai-responses": 0}
     write_router(build, tmp_path)
     with load_router(tmp_path):
         maps = importlib.import_module("toolc_router._tables").NAME_MAPS

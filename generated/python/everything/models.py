@@ -84,13 +84,13 @@ class TriggerLongRunningOperationInput(BaseModel):
     steps: float | None = Field(None, description="Number of steps in the operation")
 
 
-class GetTinyImageInput(GetEnvInput):
+class GetTinyImageInput(BaseModel):
     pass
 
 
-class ToggleSimulatedLoggingInput(GetEnvInput):
+class ToggleSimulatedLoggingInput(BaseModel):
     pass
 
 
-class ToggleSubscriberUpdatesInput(GetEnvInput):
+class ToggleSubscriberUpdatesInput(BaseModel):
     pass

@@ -115,65 +115,107 @@ class WriteFileInput(BaseModel):
     content: str
 
 
-class DirectoryTreeOutput(CreateDirectoryOutput):
-    pass
+class DirectoryTreeOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class EditFileOutput(CreateDirectoryOutput):
-    pass
+class EditFileOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class GetFileInfoInput(CreateDirectoryInput):
-    pass
+class GetFileInfoInput(BaseModel):
+    path: str
 
 
-class GetFileInfoOutput(CreateDirectoryOutput):
-    pass
+class GetFileInfoOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class ListAllowedDirectoriesOutput(CreateDirectoryOutput):
-    pass
+class ListAllowedDirectoriesOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class ListDirectoryInput(CreateDirectoryInput):
-    pass
+class ListDirectoryInput(BaseModel):
+    path: str
 
 
-class ListDirectoryOutput(CreateDirectoryOutput):
-    pass
+class ListDirectoryOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class ListDirectoryWithSizesOutput(CreateDirectoryOutput):
-    pass
+class ListDirectoryWithSizesOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class MoveFileOutput(CreateDirectoryOutput):
-    pass
+class MoveFileOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class ReadFileOutput(CreateDirectoryOutput):
-    pass
+class ReadFileOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class ReadMediaFileInput(CreateDirectoryInput):
-    pass
+class ReadMediaFileInput(BaseModel):
+    path: str
 
 
-class ReadMultipleFilesOutput(CreateDirectoryOutput):
-    pass
+class ReadMultipleFilesOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class ReadTextFileInput(ReadFileInput):
-    pass
+class ReadTextFileInput(BaseModel):
+    path: str
+    tail: float | None = Field(
+        None, description="If provided, returns only the last N lines of the file"
+    )
+    head: float | None = Field(
+        None, description="If provided, returns only the first N lines of the file"
+    )
 
 
-class ReadTextFileOutput(CreateDirectoryOutput):
-    pass
+class ReadTextFileOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class SearchFilesOutput(CreateDirectoryOutput):
-    pass
+class SearchFilesOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
 
 
-class WriteFileOutput(CreateDirectoryOutput):
-    pass
+class WriteFileOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str

@@ -177,17 +177,33 @@ class SearchNodesInput(BaseModel):
     )
 
 
-class DeleteObservationsOutput(DeleteEntitiesOutput):
-    pass
+class DeleteObservationsOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    success: bool
+    message: str
 
 
-class DeleteRelationsOutput(DeleteEntitiesOutput):
-    pass
+class DeleteRelationsOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    success: bool
+    message: str
 
 
-class ReadGraphOutput(OpenNodesOutput):
-    pass
+class ReadGraphOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    entities: list[Entity1]
+    relations: list[Relation3]
 
 
-class SearchNodesOutput(OpenNodesOutput):
-    pass
+class SearchNodesOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    entities: list[Entity1]
+    relations: list[Relation3]

@@ -99,9 +99,9 @@ class UploadPhotoInput(BaseModel):
     labels: list[str] | None = None
 
 
-class GetPetOutput(CreatePetOutput):
-    pass
+class GetPetOutput(RootModel[Pet]):
+    root: Pet
 
 
-class UpdatePetOutput(CreatePetOutput):
-    pass
+class UpdatePetOutput(RootModel[Pet]):
+    root: Pet

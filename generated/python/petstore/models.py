@@ -53,5 +53,5 @@ class FindPetsOutput(RootModel[list[Pet]]):
     root: list[Pet]
 
 
-class FindPetByIdOutput(AddPetOutput):
-    pass
+class FindPetByIdOutput(RootModel[Pet]):
+    root: Pet
