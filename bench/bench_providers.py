@@ -20,26 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import PYTHON, ROOT, Measurement, measure, peer_venv, precompile
+from harness import FASTMCP_RUN, PYTHON, ROOT, Measurement, measure, peer_venv, precompile
 
 TOOLC = ROOT / ".venv" / "bin" / "toolc"
 HASH_SEED = {"PYTHONHASHSEED": "0"}
 SPECS = {"stripe": ROOT / "fixtures/corpus/openapi/stripe.json", "github": ROOT / "fixtures/corpus/openapi/github.json"}
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 GOALS = {"stripe": (1.5, 250.0, 15.0), "github": (3.0, 400.0, None)}
-
-# The FastMCP side of reference/anchors/peer_run.py ("fastmcp" mode), copied here so the bench stands alone.
-FASTMCP_RUN = r"""
-import asyncio, json, sys, warnings
-import httpx
-from fastmcp import FastMCP
-warnings.simplefilter("ignore")
-spec = json.loads(open(sys.argv[1], "rb").read())
-server = FastMCP.from_openapi(openapi_spec=spec, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"))
-tools = asyncio.run(server.list_tools())
-data = [t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
-print(json.dumps({"tools": len(tools), "bytes": len(json.dumps(data))}))
-"""
 
 # In-process phase split for toolc (same machinery as the CLI).
 SPLIT_RUN = r"""

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ROOT, peer_venv, precompile
+from harness import FASTMCP_RUN, ROOT, peer_venv, precompile
 
 sys.path.insert(0, str(ROOT))
 from tests.support.synthetic import SERIES, synthetic_openapi
@@ -43,17 +43,6 @@ GRAPH = ROOT.parent.parent / "shared" / "corpus" / "openapi" / "microsoft-graph-
 if not GRAPH.exists():
     GRAPH = Path("/work/shared/corpus/openapi/microsoft-graph-v1.0.json")
 GOALS = {"full": (60.0, 2048.0), "no-codegen": (25.0, 1024.0)}
-FASTMCP_RUN = r"""
-import asyncio, json, sys, warnings
-import httpx2
-from fastmcp import FastMCP
-warnings.simplefilter("ignore")
-spec = json.loads(open(sys.argv[1], "rb").read())
-server = FastMCP.from_openapi(openapi_spec=spec, client=httpx2.AsyncClient(base_url="http://127.0.0.1:9"))
-tools = asyncio.run(server.list_tools())
-data = [t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
-print(json.dumps({"tools": len(tools), "bytes": len(json.dumps(data))}))
-"""
 
 
 @dataclass

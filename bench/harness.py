@@ -15,6 +15,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
+# The FastMCP side of reference/anchors/peer_run.py ("fastmcp" mode), copied here so the benches stand
+# alone; one script for every bench that runs the peer. FastMCP 4.1.2 as installed here builds on httpx2 (no
+# `httpx` in its venv), so the client is httpx2's where the reference still says httpx.
+FASTMCP_RUN = r"""
+import asyncio, json, sys, warnings
+import httpx2
+from fastmcp import FastMCP
+warnings.simplefilter("ignore")
+spec = json.loads(open(sys.argv[1], "rb").read())
+server = FastMCP.from_openapi(openapi_spec=spec, client=httpx2.AsyncClient(base_url="http://127.0.0.1:9"))
+tools = asyncio.run(server.list_tools())
+data = [t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
+print(json.dumps({"tools": len(tools), "bytes": len(json.dumps(data))}))
+"""
+
 
 @dataclass
 class Measurement:

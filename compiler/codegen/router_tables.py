@@ -229,8 +229,8 @@ _HTTP_DEFAULTS: dict[str, Any] = {"body_content_type": None, "security": [], "ba
 _ARG_DEFAULTS: dict[str, Any] = {"required": False, "style": None, "explode": None, "whole_body": False,
                                  "content_type": None, "allow_reserved": False, "required_in_body": False, "kind": None}
 _SCHEME_DEFAULTS: dict[str, Any] = {"scheme": None, "location": None, "param_name": None}
-"""The defaults of `ToolSpec`, `HttpSpec`, `HttpArg` and `AuthScheme` (templates/router/_types.py.jinja): a value
-equal to its field's default is left out of `_tables.json`."""
+"""The defaults of `ToolSpec`, `HttpSpec`, `HttpArg` and `AuthScheme` (templates/router/static/_types.py): a value
+equal to its field's default is left out of `_tables.json` (tests/router/test_tables.py checks the two agree)."""
 
 
 def _without_defaults(row: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:

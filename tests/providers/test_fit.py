@@ -23,9 +23,9 @@ from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
-from tests.providers.test_fit_lowering import json_documents
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import ROOT
+from tests.support.providers import json_documents
 from tests.support.router import load_router
 
 CORPUS = ROOT / "fixtures" / "corpus" / "openapi"

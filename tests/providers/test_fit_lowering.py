@@ -14,7 +14,7 @@ from compiler.providers.descriptions import ELLIPSIS, cut
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.validate import validate
 from tests.support.paths import ROOT
-from tests.support.providers import lower_one
+from tests.support.providers import json_documents, lower_one
 
 
 @given(st.text(alphabet=st.sampled_from("ab .\n"), max_size=300), st.integers(min_value=8, max_value=200))
@@ -140,13 +140,6 @@ def test_a_cut_description_stays_whole_in_the_catalog_and_the_stub() -> None:
     assert sent.endswith("hypothesis" + ELLIPSIS) and last not in sent
     assert last in (generated / "python/sequential_thinking/tools.py").read_text()
     assert last in (generated / "catalog.json").read_text()
-
-
-json_documents = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=20)
 
 
 @settings(max_examples=150, deadline=None)

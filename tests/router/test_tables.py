@@ -141,3 +141,25 @@ def test_equal_name_maps_are_baked_once_and_shared(tmp_path: Path) -> None:
         assert maps["anthropic"]["get_current_time"].tool_id == "mcp:mcp-server-time:get_current_time"
         assert maps["gemini"]["time_now"].tool_id == "mcp:mcp-server-time:get_current_time"
         assert "time_now" not in maps["anthropic"]
+
+
+def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -> None:
+    """The compiler leaves a value out of `_tables.json` when it equals its field's default, and the router's loader
+    takes the dataclass default for what is missing: the two default lists must agree field for field (a changed
+    default in `templates/router/static/_types.py` would otherwise silently change what a tool does)."""
+    from compiler.codegen import router_tables
+
+    with load_router(ROOT / "generated" / "python"):
+        types = importlib.import_module("toolc_router._types")
+        for spec, defaults in ((types.ToolSpec, router_tables._TOOL_DEFAULTS),
+                               (types.HttpSpec, router_tables._HTTP_DEFAULTS),
+                               (types.HttpArg, router_tables._ARG_DEFAULTS),
+                               (types.AuthScheme, router_tables._SCHEME_DEFAULTS)):
+            own = {}
+            for item in dataclasses.fields(spec):
+                if item.default is not dataclasses.MISSING:
+                    own[item.name] = item.default
+                elif item.default_factory is not dataclasses.MISSING:
+                    own[item.name] = item.default_factory()
+            as_json = {name: list(value) if isinstance(value, tuple) else value for name, value in own.items()}
+            assert as_json == defaults, spec.__name__

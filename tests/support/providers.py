@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
 from compiler.config import Config, NamesConfig, ProvidersConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog, JsonObject, McpBinding, Source, Tool
@@ -52,3 +54,11 @@ def resolve(data: Any, pointer: str) -> Any:
     from compiler.refs import resolve_pointer
 
     return resolve_pointer(data, "#" + pointer)
+
+
+json_documents = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20)
+"""Any JSON value orjson writes (64-bit integers, finite floats, any text): the token-count properties' input."""

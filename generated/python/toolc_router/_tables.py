@@ -63,35 +63,27 @@ class _Table(Mapping[str, _Value]):
 
 
 def _http(row: Mapping[str, Any]) -> HttpSpec:
-    """Values equal to their field's default are left out of the file."""
-    security = row.get("security", ())
-    return HttpSpec(
-        method=row["method"],
-        path=row["path"],
-        arguments=tuple(HttpArg(**argument) for argument in row["arguments"]),
-        body_content_type=row.get("body_content_type"),
-        security=tuple(
+    """A field left out of the file takes its dataclass default (the compiler leaves out values equal to it)."""
+    fields = {
+        **row,
+        "arguments": tuple(HttpArg(**argument) for argument in row["arguments"]),
+    }
+    if "security" in row:
+        fields["security"] = tuple(
             tuple(AuthScheme(**scheme) for scheme in alternative)
-            for alternative in security
-        ),
-        base_url=row.get("base_url"),
-        body_required=row.get("body_required", False),
-    )
+            for alternative in row["security"]
+        )
+    return HttpSpec(**fields)
 
 
 def _tool(row: Mapping[str, Any]) -> ToolSpec:
-    http = row.get("http")
-    return ToolSpec(
-        id=row["id"],
-        name=row["name"],
-        source=row["source"],
-        risk=row["risk"],
-        side_effects=tuple(row.get("side_effects", ())),
-        fixed_params=row.get("fixed_params", {}),
-        mcp_tool=row.get("mcp_tool"),
-        http=None if http is None else _http(http),
-        aliases=tuple(row.get("aliases", ())),
-    )
+    fields = dict(row)
+    for name in ("side_effects", "aliases"):  # JSON arrays; the specs hold tuples
+        if name in fields:
+            fields[name] = tuple(fields[name])
+    if fields.get("http") is not None:
+        fields["http"] = _http(fields["http"])
+    return ToolSpec(**fields)
 
 
 def _name_entry(row: Mapping[str, Any]) -> NameEntry:
