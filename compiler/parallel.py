@@ -1,5 +1,6 @@
 """How many processes a compile may use, and how to start them. Shared by the stages that split independent
-work across cores (model generation per chunk, provider lowering per target).
+work across cores (provider lowering per target, model generation per chunk, stub functions per piece) and
+work that runs beside this process (`Background`: the router while the stubs are made).
 
 `TOOLC_JOBS=N` caps the number of processes (1 = everything in this process); by default, the cores this
 process may run on. Results never depend on it: each stage merges its workers' results in a fixed order, and
@@ -11,7 +12,16 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 import os
+import pickle
+import tempfile
 import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Generic, TypeVar, cast
+
+from compiler import limits
+
+T = TypeVar("T")
 
 
 def cores() -> int:
@@ -33,3 +43,58 @@ def start_context() -> multiprocessing.context.BaseContext:
 
 def can_fork() -> bool:
     return start_context().get_start_method() == "fork"
+
+
+class Background(Generic[T]):
+    """`function()` run in a forked child while this process goes on; `result()` waits for it and returns its
+    value (or raises its exception). Only for a fork-safe moment (`can_fork()`): the child starts with this
+    process's memory as it is, so nothing is pickled on the way in, only the result on the way back.
+
+    No thread is started (a pool would start one, and `start_context` then refuses to fork again for the
+    stage running meanwhile). The result travels through a temporary file, not a pipe: a child blocked on a
+    full pipe would hold its memory until this process reads, while the file lets it exit as soon as it is done.
+    A child killed by a signal (the kernel's out-of-memory killer) raises MemoryError here, as the same work
+    running out of memory in this process would."""
+
+    def __init__(self, function: Callable[[], T], *, budget_mb: int = 0) -> None:
+        descriptor, name = tempfile.mkstemp(prefix="toolc-background-", suffix=".pickle")
+        os.close(descriptor)
+        self._path = Path(name)
+        self._process = multiprocessing.get_context("fork").Process(
+            target=_run_in_background, args=(function, self._path, budget_mb), daemon=True)
+        self._process.start()
+
+    def result(self) -> T:
+        try:
+            self._process.join()
+            code = self._process.exitcode
+            if code is not None and code < 0:  # killed: on a compile, the kernel's answer to memory running out
+                raise MemoryError(f"a background process was killed by signal {-code} before it finished")
+            if code != 0 or self._path.stat().st_size == 0:
+                raise RuntimeError(f"a background process exited with code {code} and no result")
+            with self._path.open("rb") as handle:  # streamed: the result is not held twice, as bytes and as objects
+                ok, value = pickle.load(handle)
+        finally:
+            self._path.unlink(missing_ok=True)
+        if not ok:
+            raise value
+        return cast(T, value)
+
+    def cancel(self) -> None:
+        """Stop the child (when the work it was doing is no longer wanted: the compile failed meanwhile)."""
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        self._path.unlink(missing_ok=True)
+
+
+def _run_in_background(function: Callable[[], object], path: Path, budget_mb: int) -> None:
+    limits.cap_worker(budget_mb)
+    try:
+        payload = pickle.dumps((True, function()), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException as exc:  # handed to the parent, which raises it
+        try:
+            payload = pickle.dumps((False, exc), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # one that does not pickle still fails the parent, by name
+            payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    path.write_bytes(payload)

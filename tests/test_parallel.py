@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from compiler.codegen import emit as codegen_emit
+from compiler.codegen import stub_functions
+from compiler.config import Config
 from compiler.output import read_tree
+from compiler.parallel import Background, can_fork, cores
+from compiler.pipeline import adhoc_inputs, compile_project
 from tests.support.paths import FIXTURES
+from tests.support.synthetic import MID, synthetic_openapi
 
 STRIPE = FIXTURES / "corpus" / "openapi" / "stripe.json"  # cyclic: the resolver prunes and reports recursion
 
@@ -28,3 +41,75 @@ def test_one_process_and_several_give_the_same_output(tmp_path: Path) -> None:
     assert serial_files == parallel_files
     assert serial_report == parallel_report
     assert {"schemas/openai-chat.json", "schemas/gemini.json", "toolc.lock"} <= serial_files.keys()
+
+
+# -- work that runs beside the parent: `parallel.Background` and the codegen paths built on it -------------------
+
+def test_background_hands_back_its_value() -> None:
+    payload = {"big": b"x" * (3 << 20), "list": [1, 2, 3]}  # bigger than a pipe's buffer: it travels as a file
+    assert Background(lambda: payload).result() == payload
+
+
+def test_background_raises_the_childs_exception_in_the_parent() -> None:
+    def fail() -> None:
+        raise KeyError("from the child")
+
+    with pytest.raises(KeyError, match="from the child"):
+        Background(fail).result()
+
+
+def test_a_killed_background_child_is_memory_running_out() -> None:
+    with pytest.raises(MemoryError, match="signal 9"):
+        Background(lambda: os.kill(os.getpid(), signal.SIGKILL)).result()
+    with pytest.raises(RuntimeError, match="exited with code 3"):
+        Background(lambda: os._exit(3)).result()
+
+
+def test_a_cancelled_background_child_stops_and_leaves_nothing() -> None:
+    leftovers = set(Path(tempfile.gettempdir()).glob("toolc-background-*"))
+    work = Background(lambda: time.sleep(60))
+    work.cancel()
+    assert set(Path(tempfile.gettempdir()).glob("toolc-background-*")) == leftovers
+
+
+def _python_files(tmp_path: Path, name: str, *, jobs: str, piece: int, monkeypatch: pytest.MonkeyPatch
+                  ) -> tuple[dict[str, bytes], list[dict[str, object]]]:
+    """A codegen compile of the synthetic mid size, with the thresholds low enough for its 251 tools to take the
+    background-router and piece-pool paths when `jobs` allows more than one process."""
+    spec = tmp_path / "synthetic.json"
+    if not spec.exists():
+        spec.write_text(json.dumps(synthetic_openapi(MID, oversize=True)))
+    monkeypatch.setenv("TOOLC_JOBS", jobs)
+    monkeypatch.setattr(codegen_emit, "BACKGROUND_MIN_TOOLS", 10)
+    monkeypatch.setattr(stub_functions, "PARALLEL_MIN_STUBS", 10)
+    monkeypatch.setattr(stub_functions, "PIECE", piece)
+    build = compile_project(Config(root=tmp_path), adhoc_inputs([spec], tmp_path), targets=("openai-chat",),
+                            out_dir=tmp_path / name)
+    files = {path: build.files[path] for path in sorted(build.files) if path.startswith("python/")}
+    return files, [diagnostic.to_json() for diagnostic in build.diagnostics]
+
+
+def test_router_beside_the_stubs_and_stubs_in_pieces_give_the_same_code(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    class CountedBackground(Background[Any]):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            started.append("router")
+            super().__init__(*args, **kwargs)
+
+    class CountedPool(ProcessPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            started.append("pieces")
+            super().__init__(*args, **kwargs)
+
+    whole, whole_diagnostics = _python_files(tmp_path, "whole", jobs="1", piece=100_000, monkeypatch=monkeypatch)
+    pieces, pieces_diagnostics = _python_files(tmp_path, "pieces", jobs="1", piece=16, monkeypatch=monkeypatch)
+    assert started == []
+    monkeypatch.setattr(codegen_emit, "Background", CountedBackground)
+    monkeypatch.setattr(stub_functions, "ProcessPoolExecutor", CountedPool)
+    forked, forked_diagnostics = _python_files(tmp_path, "forked", jobs="2", piece=16, monkeypatch=monkeypatch)
+    assert started == (["router", "pieces"] if can_fork() and cores() >= 2 else []), started
+    assert whole == pieces == forked
+    assert whole_diagnostics == pieces_diagnostics == forked_diagnostics
+    assert any(path.endswith("/tools.py") for path in whole) and "python/toolc_router/_tables.json" in whole

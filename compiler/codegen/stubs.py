@@ -31,7 +31,7 @@ section is the same either way.
 that would shadow a standard-library module or a runtime dependency (a TC610 warning). A `pattern` pydantic
 would refuse at import is dropped from the models first (TC611, `codegen.patterns`). Names, literals and docstrings follow
 `codegen.identifiers` and `codegen.literals`; every module passes `literals.check_module` (compiles, nothing
-runs on import) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
+runs on import; tools.py piece by piece, `codegen.stub_functions`) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
 `tools.py` are carried over (`codegen.keep`). Output is deterministic: the provenance line carries a digest of
 the input, never a time.
 """
@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import libcst
@@ -54,8 +53,8 @@ from compiler.codegen.identifiers import name_hash, pascal_name, snake_name, uni
 from compiler.codegen.keep import kept_functions, merge_kept
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.model_chunks import GeneratedModels, generate_models
-from compiler.codegen.models import Combined, ModelGenerationError, ModelRequest, ModelsModule, combine
-from compiler.codegen.signatures import Imports, Param, parameters
+from compiler.codegen.models import Combined, ModelGenerationError, ModelRequest, combine
+from compiler.codegen.stub_functions import Stub, functions
 from compiler.diagnostics import CompilerError
 from compiler.ir import Source, Tool
 from compiler.serialize import compact_json
@@ -86,16 +85,7 @@ FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
 """Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
 _ALLOWED_CALLS = frozenset({"model_rebuild"})
 """Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
-_EMPTY_MODELS = ModelsModule(code="", fields={}, local_names=frozenset(), imports={})
 _NO_MODELS = GeneratedModels(files={}, modules=(), owner={})
-
-
-@dataclass(frozen=True)
-class _Stub:
-    tool: Tool
-    name: str
-    input_key: str
-    output_key: str | None
 
 
 def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
@@ -139,14 +129,16 @@ class SourcePackage:
     def generate(self) -> dict[str, bytes]:
         stubs = self.stubs()
         models = self._models(stubs)
-        files = {"tools.py": self._tools_module(stubs, models)}
-        orphans = self._carry_over(files)
-        if orphans is None:
-            return {}
-        files["__init__.py"] = self._init_module(stubs, orphans)
         try:
+            generated = self._tools_module(stubs, models)  # checked as it is made, piece by piece
+            files = {"tools.py": generated}
+            orphans = self._carry_over(files)
+            if orphans is None:
+                return {}
+            files["__init__.py"] = self._init_module(stubs, orphans)
             for name, code in files.items():
-                check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
+                if name != "tools.py" or code != generated:  # tools.py again only with edits carried over
+                    check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
         except UnsafeModule as exc:
             self.build.diagnostics.error(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}", **self.where)
             return {}
@@ -158,11 +150,11 @@ class SourcePackage:
 
     # -- names and schemas ------------------------------------------------------------------------------
 
-    def stubs(self) -> list[_Stub]:
+    def stubs(self) -> list[Stub]:
         names = unique_names([t.name for t in self.tools],
                              lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
         classes = unique_names(names.values(), lambda raw: pascal_name(raw, fallback="Tool"))
-        stubs: list[_Stub] = []
+        stubs: list[Stub] = []
         for tool in self.tools:
             name = names[tool.name]
             if len(tool.name) > limits.current().max_identifier_length and name.endswith(name_hash(tool.name)):
@@ -172,7 +164,7 @@ class SourcePackage:
                 self.build.diagnostics.info(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
                                             tool=tool.id, **self.where)
             key = classes[name]
-            stubs.append(_Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
+            stubs.append(Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
         return stubs
 
     def _request(self, key: str, tool: Tool, schema: Mapping[str, Any], pointer: str,
@@ -192,7 +184,7 @@ class SourcePackage:
                                            tool=tool.id, pointer=bad.pointer, **self.where)
         return ModelRequest(key, split.schema, tool.id, pointer, introduces=split.introduces)
 
-    def combined(self, stubs: list[_Stub]) -> tuple[list[ModelRequest], Combined]:
+    def combined(self, stubs: list[Stub]) -> tuple[list[ModelRequest], Combined]:
         """Every tool model's request and the source's combined `$defs` table (`models.combine`)."""
         keys = {key for stub in stubs for key in (stub.input_key, stub.output_key) if key}
         shared = SharedDefinitions(frozenset(self.source.definitions) - keys)
@@ -205,7 +197,7 @@ class SourcePackage:
                 requests.append(self._request(key, stub.tool, schema, pointer, shared))
         return requests, combine(requests, shared.cleaned)
 
-    def _models(self, stubs: list[_Stub]) -> GeneratedModels:
+    def _models(self, stubs: list[Stub]) -> GeneratedModels:
         requests, combined = self.combined(stubs)
         if not requests:
             return _NO_MODELS
@@ -240,26 +232,11 @@ class SourcePackage:
     def _empty_models(self) -> str:
         return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
 
-    def _function(self, stub: _Stub, models: GeneratedModels, imports: Imports) -> dict[str, Any]:
-        module = models.for_key(stub.input_key)
-        fields = module.fields[stub.input_key] if module is not None else None
-        params = parameters(stub.tool.input_schema, fields, module or _EMPTY_MODELS, imports)
-        output = stub.output_key if models.for_key(stub.output_key) is not None else None
-        return {
-            "name": stub.name,
-            "tool_id": stub.tool.id,
-            "params": params,
-            "docstring": docstring_literal(_function_doc(stub.tool, params), indent="    "),
-            "input_model": f"_models.{stub.input_key}" if fields is not None else "None",
-            "output_model": f"_models.{output}" if output else "",
-            "returns": f"_models.{output}" if output else "ToolResult",
-        }
-
-    def _tools_module(self, stubs: list[_Stub], models: GeneratedModels) -> str:
-        imports = Imports()
-        functions = [self._function(stub, models, imports) for stub in stubs]
+    def _tools_module(self, stubs: list[Stub], models: GeneratedModels) -> str:
+        made = functions(stubs, models, filename=f"{self.package}/tools.py", allow_calls=_ALLOWED_CALLS)
         return render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
-                      typing_imports=imports.lines(), functions=functions)
+                      typing_imports=made.imports.lines(), uses_tool_result=made.uses_tool_result,
+                      functions=made.text)
 
     def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
         """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.keep`).
@@ -283,19 +260,8 @@ class SourcePackage:
                                            "tools.py until you delete it or its `# toolc: keep` marker", **self.where)
         return merged.orphaned
 
-    def _init_module(self, stubs: list[_Stub], orphans: tuple[str, ...]) -> str:
+    def _init_module(self, stubs: list[Stub], orphans: tuple[str, ...]) -> str:
         names = sorted([stub.name for stub in stubs] + list(orphans))
         return render("stubs/__init__.py.jinja", docstring=self._docstring("Typed stubs for"), names=names,
                       all_names=sorted([*names, "ToolCallError"]))
 
-
-def _function_doc(tool: Tool, params: list[Param]) -> str:
-    text = tool.description.strip() or tool.title or f"Call the tool {tool.name!r}."
-    lines = [text, "", f"Tool id: {tool.id}"]
-    if params:
-        lines += ["", "Args:"]
-        for param in params:
-            note = f" (sent as {param.wire!r})" if param.wire != param.name else ""
-            body = param.description.strip().replace("\n", "\n        ")
-            lines.append(f"    {param.name}{note}: {body}".rstrip())
-    return "\n".join(lines)
