@@ -10,12 +10,13 @@ the tests compare a 1-job compile with a parallel one byte for byte.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.context
 import os
 import pickle
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Generic, TypeVar, cast
 
@@ -80,6 +81,11 @@ class Background(Generic[T]):
             raise value
         return cast(T, value)
 
+    @property
+    def sentinel(self) -> int:
+        """Ready (for `multiprocessing.connection.wait`) once the child has ended."""
+        return self._process.sentinel
+
     def cancel(self) -> None:
         """Stop the child (when the work it was doing is no longer wanted: the compile failed meanwhile)."""
         if self._process.is_alive():
@@ -88,13 +94,43 @@ class Background(Generic[T]):
         self._path.unlink(missing_ok=True)
 
 
+def fork_each(tasks: Sequence[Callable[[], T]], workers: int, *, budget_mb: int = 0,
+              done: Callable[[int, T], None] | None = None) -> list[T]:
+    """Each task in a forked child of its own (`Background`), at most `workers` at a time, started in order;
+    `done(index, result)` as each one ends; the results in task order, whatever finished first.
+
+    A child per task rather than a pool: a task's memory goes back to the system when it ends (a pool's worker
+    keeps what the last task left, and spends seconds freeing its objects before it takes the next one)."""
+    results: dict[int, T] = {}
+    running: dict[int, Background[T]] = {}
+    waiting = list(enumerate(tasks))
+    try:
+        while waiting or running:
+            while waiting and len(running) < max(1, workers):
+                index, task = waiting.pop(0)
+                running[index] = Background(task, budget_mb=budget_mb)
+            ended = set(multiprocessing.connection.wait([child.sentinel for child in running.values()]))
+            for index in sorted(i for i, child in running.items() if child.sentinel in ended):
+                results[index] = running.pop(index).result()
+                if done is not None:
+                    done(index, results[index])
+    finally:
+        for child in running.values():
+            child.cancel()
+    return [results[index] for index in range(len(tasks))]
+
+
 def _run_in_background(function: Callable[[], object], path: Path, budget_mb: int) -> None:
     limits.cap_worker(budget_mb)
-    try:
-        payload = pickle.dumps((True, function()), protocol=pickle.HIGHEST_PROTOCOL)
-    except BaseException as exc:  # handed to the parent, which raises it
+    with path.open("wb") as out:  # streamed: a result of hundreds of MB is never one `bytes` here either
         try:
-            payload = pickle.dumps((False, exc), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # one that does not pickle still fails the parent, by name
-            payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    path.write_bytes(payload)
+            pickle.dump((True, function()), out, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:  # handed to the parent, which raises it
+            out.seek(0)
+            out.truncate()
+            try:
+                pickle.dump((False, exc), out, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # one that does not pickle still fails the parent, by name
+                out.seek(0)
+                out.truncate()
+                pickle.dump((False, RuntimeError(f"{type(exc).__name__}: {exc}")), out)

@@ -4,6 +4,7 @@ give the same bytes and the same diagnostics as one process: results never depen
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from compiler.codegen import emit as codegen_emit
 from compiler.codegen import stub_functions
 from compiler.config import Config
 from compiler.output import read_tree
-from compiler.parallel import Background, can_fork, cores
+from compiler.parallel import Background, can_fork, cores, fork_each
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.support.paths import FIXTURES
 from tests.support.synthetic import MID, synthetic_openapi
@@ -113,3 +115,43 @@ def test_router_beside_the_stubs_and_stubs_in_pieces_give_the_same_code(tmp_path
     assert whole == pieces == forked
     assert whole_diagnostics == pieces_diagnostics == forked_diagnostics
     assert any(path.endswith("/tools.py") for path in whole) and "python/toolc_router/_tables.json" in whole
+
+
+def test_an_exception_that_does_not_pickle_still_fails_the_parent_by_name() -> None:
+    class Unpicklable(Exception):
+        def __reduce__(self) -> Any:
+            raise TypeError("no")
+
+    def fail() -> None:
+        raise Unpicklable("local class")
+
+    with pytest.raises(RuntimeError, match="Unpicklable: local class"):
+        Background(fail).result()
+
+
+def test_fork_each_keeps_task_order_and_reports_each_as_it_ends() -> None:
+    def task(index: int, pause: float) -> tuple[int, int]:
+        time.sleep(pause)
+        return index, os.getpid()
+
+    ended: list[int] = []
+    pauses = [0.3, 0.0, 0.1, 0.0]
+    results = fork_each([partial(task, i, pause) for i, pause in enumerate(pauses)], 2,
+                        done=lambda index, _result: ended.append(index))
+    assert [index for index, _pid in results] == [0, 1, 2, 3]
+    assert sorted(ended) == [0, 1, 2, 3]
+    assert len({pid for _index, pid in results} | {os.getpid()}) == 5  # a child per task, none in this process
+
+
+def test_fork_each_stops_the_others_when_a_task_fails(tmp_path: Path) -> None:
+    def slow(name: str) -> None:
+        (tmp_path / name).touch()
+        time.sleep(60)
+
+    def fail() -> None:
+        raise ValueError("task 1 failed")
+
+    with pytest.raises(ValueError, match="task 1 failed"):
+        fork_each([partial(slow, "first"), fail, partial(slow, "third")], 2)
+    assert multiprocessing.active_children() == []  # the running task was killed, not left behind
+    assert not (tmp_path / "third").exists()  # and the waiting one never started

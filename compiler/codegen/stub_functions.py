@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,8 @@ def functions(stubs: Sequence[Stub], models: GeneratedModels, *, filename: str,
             with ProcessPoolExecutor(max_workers=workers, mp_context=start_context(),
                                      initializer=limits.cap_worker, initargs=(limits.worker_budget(),)) as pool:
                 pieces = list(pool.map(_forked_piece, starts))
+        except BrokenProcessPool as exc:  # a worker was killed: the kernel's answer to memory running out
+            raise MemoryError(f"a stub worker process died: {exc}") from exc
         finally:
             _forked = None
     imports = Imports()

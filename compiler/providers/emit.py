@@ -8,18 +8,19 @@ the layout of the tools file: where each definition sits and its tokens, which t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from compiler import limits
 from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
 from compiler.output import FileSet
-from compiler.parallel import can_fork, cores, start_context
+from compiler.parallel import can_fork, cores, fork_each
 from compiler.providers import tokens
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
@@ -82,17 +83,14 @@ class _Definitions(Mapping[str, JsonObject]):
 
 
 # Lowering 1,000+ tools takes ~0.3 s per target: targets are independent, so a big catalog lowers on every core.
-# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group. Workers are forked: the
-# catalog is inherited (frozen out of the cyclic GC by the pipeline, so its pages stay shared), never pickled,
-# and each worker sends back only its group's names, digests and diagnostics.
+# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group. Each group runs in a forked
+# child of its own (`parallel.fork_each`): the catalog is inherited (frozen out of the cyclic GC by the pipeline,
+# so its pages stay shared), never pickled; each child sends back only its group's names, digests and
+# diagnostics, and ends, so its memory does not stay behind for the next group.
 PARALLEL_MIN_TOOLS = 300
-_forked: Build | None = None
-"""The build a forked worker reads (inherited from the parent's memory, never pickled)."""
 
 
-def _lower_group(targets: tuple[str, ...]) -> list[_Emitted]:
-    build = _forked
-    assert build is not None
+def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
     shared: dict[tuple[str, ...], object] = {}
     emitted: list[_Emitted] = []
     for target in targets:
@@ -127,29 +125,25 @@ def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 
 def _lower_all(build: Build) -> list[_Emitted]:
-    global _forked
-    _forked = build
-    build.files.spool_dir()  # made before forking: every worker writes into the same folder
-    tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's vocabulary
-    try:
-        groups = _groups(build.targets)
-        workers = min(len(groups), cores())
-        if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():
-            found: list[_Emitted] = []
-            for group in groups:
-                for item in _lower_group(group):
-                    build.progress.step(f"lowered {item.target}")
-                    found.append(item)
-            return found
-        with ProcessPoolExecutor(max_workers=workers, mp_context=start_context()) as pool:
-            futures = [pool.submit(_lower_group, group) for group in groups]
-            for future in as_completed(futures):
-                for item in future.result():
-                    build.progress.step(f"lowered {item.target}")
-            results = [future.result() for future in futures]  # merged in group order, whatever finished first
-        return [item for group in results for item in group]
-    finally:
-        _forked = None
+    build.files.spool_dir()  # made before forking: every child writes into the same folder
+    tokens.preload()  # loaded once before forking: every child counts tokens with the parent's vocabulary
+    groups = _groups(build.targets)
+    workers = min(len(groups), cores())
+    if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():
+        found: list[_Emitted] = []
+        for group in groups:
+            for item in _lower_group(build, group):
+                build.progress.step(f"lowered {item.target}")
+                found.append(item)
+        return found
+
+    def lowered(_index: int, items: list[_Emitted]) -> None:
+        for item in items:
+            build.progress.step(f"lowered {item.target}")
+
+    tasks = [partial(_lower_group, build, group) for group in groups]
+    results = fork_each(tasks, workers, budget_mb=limits.worker_budget(), done=lowered)
+    return [item for group in results for item in group]  # merged in group order, whatever finished first
 
 
 def emit_providers(build: Build) -> dict[str, TargetOutput]:
