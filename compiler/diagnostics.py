@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -59,9 +59,10 @@ class Diagnostic:
         return f"{self.location()}: {self.severity.value}[{self.code}]: {prefix}{self.message}"
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["severity"] = self.severity.value
-        return data
+        # Spelt out, in field order, rather than `dataclasses.asdict`, which deep-copies every value: a report of
+        # Microsoft Graph's 236,000 diagnostics spent 2 s there.
+        return {"code": self.code, "severity": self.severity.value, "message": self.message, "source": self.source,
+                "tool": self.tool, "pointer": self.pointer, "provider": self.provider}
 
     def sort_key(self) -> tuple[str, str, str, str, int, str]:
         return (self.source, self.tool, self.provider, self.pointer, _SEVERITY_ORDER[self.severity], self.code)
