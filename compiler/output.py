@@ -38,6 +38,12 @@ class FileSet(MutableMapping[str, bytes]):
         self._discard(path)
         self._spooled[path] = spooled
 
+    def detach(self, path: str) -> Path | bytes:
+        """Take `path` out of the set but keep its content: the spooled file (it stays in the spool folder and goes
+        with it) or the bytes. For a file replaced in the output whose content is still read."""
+        spooled = self._spooled.pop(path, None)
+        return spooled if spooled is not None else self._small.pop(path)
+
     def spooled_path(self, path: str) -> Path | None:
         return self._spooled.get(path)
 

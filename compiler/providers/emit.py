@@ -62,10 +62,23 @@ class _Definitions(Mapping[str, JsonObject]):
         self._target, self._files, self._path, self.layout = target, files, path, layout
         self._ids = list(layout.spans)
         self._decoded: dict[str, JsonObject] | None = None
+        self._set_aside: Path | bytes | None = None
+
+    def set_aside(self) -> None:
+        """The output file is about to be replaced (by the discovery form): keep reading the definitions from
+        its old content, taken out of the output."""
+        if self._set_aside is None:
+            self._set_aside = self._files.detach(self._path)
+
+    def _read(self) -> bytes:
+        held = self._set_aside
+        if held is None:
+            return self._files[self._path]
+        return held.read_bytes() if isinstance(held, Path) else held
 
     def _all(self) -> dict[str, JsonObject]:
         if self._decoded is None:
-            definitions = definitions_of(self._target, orjson.loads(self._files[self._path]))
+            definitions = definitions_of(self._target, orjson.loads(self._read()))
             self._decoded = dict(zip(self._ids, definitions, strict=True))
         return self._decoded
 
@@ -111,9 +124,19 @@ def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
 
 def layout_of(output: TargetOutput) -> Layout:
     """The layout of a target's tools file (only the providers stage makes a `TargetOutput` the fit stage reads)."""
+    return _definitions(output).layout
+
+
+def set_aside(output: TargetOutput) -> None:
+    """Before `schemas/<target>.json` is replaced in the output: `output.tools` keeps reading every definition
+    (the pytest plugin's `toolc_tools(target)` reads them all) from the file as the providers stage wrote it."""
+    _definitions(output).set_aside()
+
+
+def _definitions(output: TargetOutput) -> _Definitions:
     if not isinstance(output.tools, _Definitions):
         raise TypeError(f"{output.target}: not an output of emit_providers")
-    return output.tools.layout
+    return output.tools
 
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:

@@ -36,7 +36,7 @@ from compiler.ir import JsonObject
 from compiler.providers import codes, spans, tokens
 from compiler.providers.dialect import LowerEnv
 from compiler.providers.discovery import meta_tools
-from compiler.providers.emit import layout_of
+from compiler.providers.emit import layout_of, set_aside
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.registry import ALIASES, PROVIDERS
 from compiler.providers.toolsets import plan_toolsets
@@ -158,7 +158,9 @@ def emit_fit(build: Build) -> None:
             files["discovery"] = {"file": f"schemas/discovery.{target}.json", "tools": 3,
                                   "tokens": tokens.count_bytes(discovery)}
             if not fits:
-                # Replacing a file the providers stage added, deliberately: this one must be sendable.
+                # Replacing a file the providers stage added, deliberately: this one must be sendable. Its
+                # definitions stay readable from `build.providers[target].tools`.
+                set_aside(output)
                 build.files[all_path] = discovery
                 build.diagnostics.add(_diag(codes.DISCOVERY_FORM, (
                     f"{len(all_ids)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the discovery "

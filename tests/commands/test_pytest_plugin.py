@@ -14,6 +14,7 @@ import compiler.pipeline  # noqa: F401
 from compiler.drift.canonical import canonical_tools
 from compiler.drift.snapshot import ToolSchemaExtension
 from tests.support.paths import FIXTURES
+from tests.support.synthetic import MID, synthetic_openapi
 
 MCP = FIXTURES / "drift" / "mcp"
 
@@ -89,3 +90,23 @@ def test_extension_serialises_canonically() -> None:
     two = ToolSchemaExtension().serialize({"a": {"required": ["x", "y"]}, "b": 1})
     assert one == two
     assert ToolSchemaExtension.file_extension == "tools.json"
+
+
+BIG_PROJECT_TEST = """
+def test_every_tool_of_a_project_too_big_for_one_request(toolc_tools):
+    tools = toolc_tools("openai-chat")
+    assert len(tools) == {count}
+    assert all(definition["type"] == "function" for definition in tools.values())
+"""
+
+
+def test_toolc_tools_reads_every_definition_when_the_target_file_holds_the_discovery_form(
+        pytester: pytest.Pytester) -> None:
+    # More tools than one OpenAI request takes (128): schemas/openai-chat.json holds the discovery form (TC771),
+    # but the fixture still gives every tool's own definition.
+    root = pytester.path
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    (root / "api.json").write_text(json.dumps(synthetic_openapi(MID)))
+    (root / "toolc.yaml").write_text("output: generated\nopenapi:\n  - id: api\n    path: api.json\n")
+    pytester.makepyfile(test_user=BIG_PROJECT_TEST.format(count=MID))
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -58,6 +58,12 @@ def test_big_apis_split_into_toolsets_that_fit_openai_and_gemini(spec: str) -> N
                    for tool in entry["tools"] if entry["targets"][target]["tools"]}
         assert in_sets == tool_ids
         assert index["targets"][target]["files"]["all"]["fits"] is False
+        # schemas/<target>.json now holds the discovery form; the definitions stay readable from the build
+        definitions = build.providers[target].tools
+        assert set(definitions) <= tool_ids and len(definitions) == index["targets"][target]["files"]["all"]["tools"]
+        toolset = next(entry for entry in index["toolsets"].values() if entry["targets"][target]["tools"])
+        in_file = PROVIDERS[target].definitions_of(json.loads(build.files[toolset["targets"][target]["file"]]))
+        assert in_file == [definitions[tool_id] for tool_id in toolset["tools"] if tool_id in definitions]
     codes = {d.code for d in build.diagnostics}
     assert "TC771" in codes
 
