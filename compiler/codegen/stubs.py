@@ -233,10 +233,13 @@ class SourcePackage:
         return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
 
     def _tools_module(self, stubs: list[Stub], models: GeneratedModels) -> str:
+        """tools.py, checked as it is made: its head (docstring, imports) here, its functions piece by piece
+        (`stub_functions`). The template ends with the functions, so the module is the head followed by them."""
         made = functions(stubs, models, filename=f"{self.package}/tools.py", allow_calls=_ALLOWED_CALLS)
-        return render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
-                      typing_imports=made.imports.lines(), uses_tool_result=made.uses_tool_result,
-                      functions=made.text)
+        head = render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
+                      typing_imports=made.imports.lines(), uses_tool_result=made.uses_tool_result, functions="")
+        check_module(head, filename=f"{self.package}/tools.py (docstring and imports)", allow_calls=_ALLOWED_CALLS)
+        return head + made.text
 
     def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
         """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.keep`).

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compiler.codegen import stub_functions
 from compiler.codegen.identifiers import snake_name, unique_names
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.models import ModelRequest, combine
-from compiler.codegen.stubs import KEEP_UNPARSABLE, KEPT_ORPHAN, generate_stubs
+from compiler.codegen.stubs import KEEP_UNPARSABLE, KEPT_ORPHAN, UNSAFE_MODULE, SourcePackage, generate_stubs
 from tests.support.codegen import (
     RECORDINGS,
     build_from,
@@ -221,3 +222,27 @@ def test_kept_functions_parses_only_a_module_with_a_marker_line() -> None:
         kept_functions("  #toolc:  keep \n" + broken)
     module = "X = 1\n\n\n# toolc: keep\ndef g() -> None:\n    pass\n\n\ndef h() -> None:\n    pass\n"
     assert list(kept_functions(module)) == ["g"]
+
+
+# tools.py is checked in parts (its head, then its functions piece by piece): code that would run on import is
+# refused in either part, and the package is not emitted (TC603).
+_RUNS_ON_IMPORT = 'print("ran on import")\nif True:'  # the function's indented body becomes this `if`'s block
+
+
+def test_a_tools_head_that_would_run_code_is_not_emitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SourcePackage, "_docstring", lambda self, what: f'"""{what}"""\n{_RUNS_ON_IMPORT}\n    pass')
+    build = build_from_files(RECORDINGS[:1])
+    files = generate_stubs(build)
+    assert not any(path.endswith("/tools.py") for path in files)
+    refused = [d for d in build.diagnostics if d.code == UNSAFE_MODULE]
+    assert refused and "tools.py (docstring and imports) does not parse" in refused[0].message
+
+
+def test_a_stub_function_that_would_run_code_is_not_emitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stub_functions, "docstring_literal", lambda text, indent="": f'"""doc"""\n{_RUNS_ON_IMPORT}')
+    build = build_from_files(RECORDINGS[:1])
+    files = generate_stubs(build)
+    assert not any(path.endswith("/tools.py") for path in files)
+    refused = [d for d in build.diagnostics if d.code == UNSAFE_MODULE]
+    # `return` is now outside any function: compiling the piece (not only parsing it) is what finds it
+    assert refused and "tools.py (stubs 1 to 1) does not parse: 'return' outside function" in refused[0].message
