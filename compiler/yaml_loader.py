@@ -50,6 +50,12 @@ def _implicit_tag(value: str, implicit: tuple[bool, bool]) -> str:
     return tag
 
 _CONSTRUCTOR = SafeConstructor()
+# libyaml's own refusal past 1,000 levels; limits.max_depth is at most 120, so it always means TC131.
+_PARSER_DEPTH_PROBLEM = "exceeded maximum nesting depth"
+
+
+def _too_deep(max_depth: int) -> str:
+    return f"nesting is deeper than max_depth={max_depth} levels (limits.max_depth)"
 
 
 class YamlRefused(Exception):
@@ -209,8 +215,7 @@ class _Builder:
 
     def _check_depth(self, depth: int, event: Any) -> None:
         if depth > self.limits.max_depth:
-            raise YamlRefused(limit_codes.NESTING_TOO_DEEP, f"nesting is deeper than max_depth="
-                              f"{self.limits.max_depth} levels (limits.max_depth)", event.start_mark)
+            raise YamlRefused(limit_codes.NESTING_TOO_DEEP, _too_deep(self.limits.max_depth), event.start_mark)
 
     def _construct(self, event: Any) -> Any:
         value: str = event.value
@@ -248,6 +253,14 @@ class _Builder:
 def load_yaml(data: bytes | str, limits: Limits) -> Any:
     """One YAML document as JSON-shaped data. Raises `YamlRefused`, or `yaml.YAMLError` for malformed text."""
     builder = _Builder(limits)
-    for event in yaml.parse(data, Loader=_Parser):
-        builder.feed(event)
+    try:
+        for event in yaml.parse(data, Loader=_Parser):
+            builder.feed(event)
+    except yaml.MarkedYAMLError as exc:
+        # The libyaml in newer PyYAML wheels (6.0.4 here) scans ahead and stops at 1,000 levels with its own error
+        # before this builder sees the event that passes max_depth: the same refusal, in the same words.
+        if _PARSER_DEPTH_PROBLEM not in (exc.problem or ""):
+            raise
+        raise YamlRefused(limit_codes.NESTING_TOO_DEEP, _too_deep(limits.max_depth),
+                          exc.problem_mark) from None
     return builder.root

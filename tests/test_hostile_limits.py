@@ -205,6 +205,20 @@ def test_yaml_depth_counts_aliased_nodes() -> None:
     assert refused.value.diagnostic.code == "TC131"
 
 
+@pytest.mark.parametrize("text", ["[" * 5_000 + "]" * 5_000,
+                                  "".join("  " * level + "- \n" for level in range(2_000)),
+                                  "".join("  " * level + "k:\n" for level in range(2_000))],
+                         ids=["flow", "block sequence", "block mapping"])
+def test_yaml_past_the_parser_own_depth_limit_is_tc131(text: str) -> None:
+    """Newer libyaml stops at 1,000 levels with a scanner error of its own, before any event reaches the
+    builder: it is still the nesting limit (TC131) with a location, never 'malformed YAML' (TC102)."""
+    with pytest.raises(CompilerError) as refused:
+        _yaml(text)
+    diagnostic = refused.value.diagnostic
+    assert diagnostic.code == "TC131" and "max_depth=64" in diagnostic.message
+    assert diagnostic.source.startswith("t.yaml:")
+
+
 @settings(derandomize=True, max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", "\x0c", "\u2028", "\x85", " "]), max_size=40).map("".join))
 def test_linear_line_splitting_matches_the_generator(text: str) -> None:
