@@ -187,6 +187,7 @@ def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=parent))
+        os.chmod(staging, 0o777 & ~_UMASK)  # mkdtemp's folder is private (0700); the output is not
         for relative in sorted(files):
             target = staging / relative
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -144,3 +144,20 @@ def test_output_does_not_depend_on_where_the_project_lives(tmp_path: Path) -> No
     subprocess.run([sys.executable, "-m", "compiler", "compile", "-c", str(elsewhere / "toolc.yaml")],
                    check=True, capture_output=True, cwd=tmp_path)
     assert read_tree(elsewhere / "generated") == read_tree(ROOT / "generated")
+
+
+def test_output_folder_and_files_get_the_umask_modes_not_the_staging_folder_s(tmp_path: Path) -> None:
+    """The output is built in a private temporary folder (mkdtemp: 0700) and swapped in: the swapped-in folder must
+    get ordinary modes, as `cp -r` would, so that a service account can read and serve it."""
+    out = tmp_path / "out"
+    previous = os.umask(0o022)
+    try:
+        for _ in range(2):  # a first compile, then one that replaces an existing folder
+            result = run_toolc("compile", LISTING, "--out", out, "--no-codegen")
+            assert result.exit_code == 0, result.stderr
+            folders = [out, *(path for path in out.rglob("*") if path.is_dir())]
+            assert {oct(path.stat().st_mode & 0o777) for path in folders} == {"0o755"}
+            files = [path for path in out.rglob("*") if path.is_file()]
+            assert files and {oct(path.stat().st_mode & 0o777) for path in files} == {"0o644"}
+    finally:
+        os.umask(previous)
