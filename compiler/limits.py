@@ -24,6 +24,7 @@ import contextlib
 import contextvars
 import errno
 import resource
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -180,7 +181,10 @@ def worker_budget() -> int:
 
 def cap_worker(megabytes: int) -> None:
     """Process-pool initializer: a worker may add `megabytes` to what it maps when it starts. Past that its
-    allocations fail; a worker that dies is a broken pool, which its stage reports."""
+    allocations fail; a worker that dies is a broken pool, which its stage reports. A worker leaves Ctrl-C to
+    the compile that started it (which stops its workers), so one interrupt prints one line, not a traceback
+    per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     used = _address_space()
     if megabytes > 0 and used is not None:
         _lower_limit(used + megabytes * 1024 * 1024)

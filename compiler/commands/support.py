@@ -6,6 +6,7 @@ from `cli.py`, so that `cli.py` can import them all without an import cycle.
     1  the compile (or check) failed: errors, or with --strict warnings; the previous output is untouched
     2  usage or project-file error
     3  internal error (a bug: please report it with the printed diagnostic)
+  130  interrupted (Ctrl-C); the previous output is untouched
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from compiler.pipeline import Input
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 INTERNAL_ERROR = "TC999"
 PRINT_LIMIT = 40
 
@@ -96,7 +98,12 @@ def guarded(command: F) -> F:
         except CompilerError as exc:
             click.echo(exc.diagnostic.render(), err=True)
             sys.exit(EXIT_USAGE if exc.diagnostic.code.startswith("TC1") else EXIT_FAILED)
-        except (click.ClickException, click.exceptions.Exit, SystemExit, KeyboardInterrupt):
+        except KeyboardInterrupt:
+            # Before click's own handler ("Aborted!", exit 1): output is built aside and swapped in at the end,
+            # so an interrupted command never changed it.
+            click.echo("toolc: interrupted; nothing was written (the output folder is as it was)", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:
             if "TOOLC_DEBUG" in os.environ:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -161,3 +163,24 @@ def test_output_folder_and_files_get_the_umask_modes_not_the_staging_folder_s(tm
             assert files and {oct(path.stat().st_mode & 0o777) for path in files} == {"0o644"}
     finally:
         os.umask(previous)
+
+
+def test_ctrl_c_exits_130_with_one_line_and_leaves_the_output_alone(tmp_path: Path) -> None:
+    """A real SIGINT to the process group, as a terminal sends it, in the middle of a compile that takes seconds
+    (GitHub's 1,223 operations with stubs): exit 130, one line on stderr (no traceback from the compile or its
+    worker processes), and the previous output folder exactly as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "marker").write_text("previous output\n")
+    process = subprocess.Popen([str(Path(sys.executable).parent / "toolc"), "compile",
+                                str(FIXTURES / "corpus" / "openapi" / "github.json"), "--out", str(out)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    time.sleep(1.5)
+    assert process.poll() is None, "the compile ended before it could be interrupted"
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines() == ["toolc: interrupted; nothing was written (the output folder is as it was)"]
+    assert read_tree(out) == {"marker": b"previous output\n"}
+    assert [path.name for path in tmp_path.iterdir()] == ["out"], "no staging folder left behind"
