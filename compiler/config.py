@@ -25,6 +25,10 @@ from compiler.server_shapes import ShapeError, normalize_server_shapes
 from compiler.sources.detect import detect_kind
 
 INVALID_CONFIG = "TC110"
+DUPLICATE_SOURCE = "TC106"
+UNKNOWN_TARGET = "TC107"
+PROJECT_FILE_ERRORS = frozenset({INVALID_CONFIG, DUPLICATE_SOURCE, UNKNOWN_TARGET})
+"""Errors that mean the project file or the command line is wrong, not an input: exit 2, not 1."""
 
 DEFAULT_CONFIG_NAME = "toolc.yaml"
 ALL_TARGETS = TARGETS

@@ -18,7 +18,14 @@ from compiler import limits
 from compiler.build import Build
 from compiler.codegen.cache import load_record, save_record
 from compiler.codegen.emit import emit_python
-from compiler.config import Config, OpenApiConfig, RecordingConfig, ServerConfig
+from compiler.config import (
+    DUPLICATE_SOURCE,
+    UNKNOWN_TARGET,
+    Config,
+    OpenApiConfig,
+    RecordingConfig,
+    ServerConfig,
+)
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
@@ -34,8 +41,6 @@ from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 
 UNKNOWN_KIND = "TC104"
-DUPLICATE_SOURCE = "TC106"
-UNKNOWN_TARGET = "TC107"
 
 @dataclass(frozen=True)
 class Input:

@@ -9,8 +9,8 @@ import click
 
 from compiler.build import Build
 from compiler.commands.support import (
-    EXIT_FAILED,
     failed,
+    failure_exit_code,
     guarded,
     inputs_options,
     load_inputs,
@@ -67,7 +67,7 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
         print_diagnostics(diagnostics, verbose=verbose)
         if failed(diagnostics, strict):
             click.echo(f"toolc: compile failed; {destination} left as it was", err=True)
-            sys.exit(EXIT_FAILED)
+            sys.exit(failure_exit_code(diagnostics))
         write_build(build, destination)
         if not quiet:
             click.echo(

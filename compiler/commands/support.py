@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from compiler.config import DEFAULT_CONFIG_NAME, Config, config_from_data, input_kind
+from compiler.config import DEFAULT_CONFIG_NAME, PROJECT_FILE_ERRORS, Config, config_from_data, input_kind
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.loading import load_document
 from compiler.providers.registry import ALIASES
@@ -52,6 +52,13 @@ def print_diagnostics(diagnostics: Diagnostics, *, verbose: bool = False) -> Non
 
 def failed(diagnostics: Diagnostics, strict: bool) -> bool:
     return diagnostics.has_errors or (strict and diagnostics.count(Severity.WARNING) > 0)
+
+
+def failure_exit_code(diagnostics: Diagnostics) -> int:
+    """2 when every error is the project file's or the command line's (an unknown target, two sources with one
+    id), 1 when an input or the compile itself failed."""
+    errors = {diagnostic.code for diagnostic in diagnostics if diagnostic.severity is Severity.ERROR}
+    return EXIT_USAGE if errors and errors <= PROJECT_FILE_ERRORS else EXIT_FAILED
 
 
 def load_project(config_path: Path) -> Config:

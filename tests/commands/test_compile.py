@@ -111,8 +111,13 @@ def test_duplicate_source_ids_and_unknown_targets(tmp_path: Path) -> None:
     shutil.copy(LISTING, tmp_path / "a.json")
     config.write_text("recordings:\n  - {id: same, path: a.json}\n  - {id: same, path: a.json}\n")
     result = run_toolc("compile", "-c", config, "--target", "openai-chat,nope")
-    assert result.exit_code == 1
+    assert result.exit_code == 2, "both are project-file or command-line errors (README: exit 2)"
     assert "error[TC106]" in result.stderr and "error[TC107]" in result.stderr
+    alone = run_toolc("compile", LISTING, "--out", tmp_path / "out", "--target", "claud")
+    assert alone.exit_code == 2 and "error[TC107]" in alone.stderr
+    broken_input = run_toolc("compile", LISTING, FIXTURES / "invalid" / "broken.json", "--out", tmp_path / "out",
+                             "--target", "claud")
+    assert broken_input.exit_code == 1, "a broken input is a failed compile, whatever else is wrong"
 
 
 def _compile_default_project(out: Path, seed: str) -> dict[str, bytes]:
