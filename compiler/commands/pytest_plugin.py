@@ -72,8 +72,16 @@ def toolc_tools(pytestconfig: pytest.Config, _toolc_cache: dict[tuple[Path, str]
     return tools
 
 
-@pytest.fixture
-def toolc_snapshot(snapshot: Any) -> Any:
-    from compiler.drift.snapshot import ToolSchemaExtension  # syrupy is only needed by tests that use this
+SYRUPY_MISSING = ("toolc_snapshot needs syrupy's pytest plugin, which is not active here: install it with "
+                  "`pip install 'toolc[pytest]'` (or `pip install syrupy`), then write the first snapshots with "
+                  "`pytest --snapshot-update`")
 
-    return snapshot.use_extension(ToolSchemaExtension)
+
+@pytest.fixture
+def toolc_snapshot(request: pytest.FixtureRequest) -> Any:
+    # syrupy is asked for only here, so the plugin loads (and `toolc_tools` works) without it.
+    if not request.config.pluginmanager.has_plugin("syrupy"):
+        pytest.fail(SYRUPY_MISSING, pytrace=False)
+    from compiler.drift.snapshot import ToolSchemaExtension
+
+    return request.getfixturevalue("snapshot").use_extension(ToolSchemaExtension)

@@ -69,6 +69,18 @@ def test_broken_project_fails_with_the_diagnostic(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["*TC101*"])
 
 
+def test_without_syrupy_the_snapshot_fixture_says_what_to_install(pytester: pytest.Pytester) -> None:
+    """A user who installed toolc without the `pytest` extra has no syrupy (simulated with `-p no:syrupy`): the
+    test fails with one line naming the extra and the first `--snapshot-update`, not `fixture 'snapshot' not
+    found`; `toolc_tools` alone still works."""
+    _scratch(pytester, "ir")
+    pytester.makepyfile(test_tools_only="def test_tools(toolc_tools):\n    assert toolc_tools('ir')\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:syrupy")
+    result.assert_outcomes(passed=1, errors=1)  # a failing fixture is an error in the test that asked for it
+    result.stdout.fnmatch_lines(["*pip install 'toolc?pytest?'*--snapshot-update*"])
+    result.stdout.no_fnmatch_line("*fixture 'snapshot' not found*")
+
+
 def test_canonical_form() -> None:
     tools = [
         {"type": "function", "function": {"name": "b", "parameters": {"required": ["y", "x"], "type": "object"}}},
