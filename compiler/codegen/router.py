@@ -49,13 +49,16 @@ TEMPLATE = "router/_tables.py.jinja"
 # Files in `templates/router/static/` that are not copied: typed stand-ins for generated modules (mypy only) and
 # the folder's ruff settings.
 _NOT_COPIED = (".pyi", ".toml")
+SHARED_MODULES = ("ranking.py", "shapes.py")
+"""`compiler/providers/` modules the router runs too, copied verbatim: the name-map rules and discovery's ranking."""
 
 
 def static_files() -> dict[str, Path]:
     """Module name → the repository file copied verbatim into every generated router, sorted by name."""
     folder = templates_dir() / "router" / "static"
     files = {path.name: path for path in folder.iterdir() if path.is_file() and path.suffix not in _NOT_COPIED}
-    files["shapes.py"] = Path(str(resources.files("compiler.providers") / "shapes.py"))
+    for name in SHARED_MODULES:
+        files[name] = Path(str(resources.files("compiler.providers") / name))
     return dict(sorted(files.items()))
 
 

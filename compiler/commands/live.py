@@ -16,6 +16,7 @@ import os
 import shlex
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,10 +34,13 @@ from compiler.commands.support import (
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config, ServerConfig
 from compiler.diagnostics import Diagnostics
+from compiler.ir import Tool
+from compiler.providers.ranking import SearchEntry, SearchIndex
 from compiler.serialize import canonical_json
 from compiler.sources.recording import read_recording
 
 CANNOT_WRITE = "TC520"
+SEARCH_LIMIT = 20
 
 _config_option = click.option("-c", "--config", "config_path", type=click.Path(path_type=Path),
                               default=Path(DEFAULT_CONFIG_NAME), show_default=True,
@@ -162,11 +166,16 @@ def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, u
 @click.option("--tokens", is_flag=True,
               help="Also lower for the targets and show each tool's token cost, its toolsets and per-target totals.")
 @click.option("--target", "targets", help="With --tokens: comma-separated targets (default: the project's).")
+@click.option("--search", "query", metavar="QUERY",
+              help="Only the tools that best match QUERY, best first (the ranking of discovery's search).")
+@click.option("--limit", type=click.IntRange(min=1), default=SEARCH_LIMIT, show_default=True,
+              help="With --search: how many tools.")
 @guarded
 def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json: bool, verbose: bool, tokens: bool,
-                 targets: str | None) -> None:
+                 targets: str | None, query: str | None, limit: int) -> None:
     """List the tools of the project (recordings, OpenAPI documents, or --live servers) or of the documents given
-    as PATHs, with risk and side effects (and, with --tokens, what each costs per target)."""
+    as PATHs, with risk and side effects (and, with --tokens, what each costs per target; with --search, only
+    the best matches of a query)."""
     from compiler.pipeline import project_inputs, read_catalog
     from compiler.refs import RefResolver
 
@@ -179,8 +188,9 @@ def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json
     catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
                            live=live)
     print_diagnostics(diagnostics, verbose=verbose)
+    tools = sorted(catalog.tools, key=lambda t: t.id) if query is None else search_tools(catalog.tools, query, limit)
     rows = [{"id": tool.id, "name": tool.name, "source": tool.source, "risk": tool.risk.label,
-             "side_effects": list(tool.side_effects)} for tool in sorted(catalog.tools, key=lambda t: t.id)]
+             "side_effects": list(tool.side_effects)} for tool in tools]
     if as_json:
         click.echo(canonical_json(rows).decode(), nl=False)
     else:
@@ -188,6 +198,15 @@ def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json
     click.echo(f"toolc: {len(rows)} tools from {len(catalog.sources)} sources", err=True)
     if diagnostics.has_errors:
         sys.exit(EXIT_FAILED)
+
+
+def search_tools(tools: Sequence[Tool], query: str, limit: int) -> list[Tool]:
+    """The `limit` tools that best match `query`, best first: the ranking `toolc_search_tools` serves."""
+    by_id = {tool.id: tool for tool in tools}
+    index = SearchIndex([SearchEntry(key=tool.id, name=tool.name, description=tool.description,
+                                     parameters=tuple(sorted(tool.input_schema.get("properties") or {})))
+                         for tool in tools])
+    return [by_id[tool_id] for tool_id in index.search(query, limit)]
 
 
 def _list_tokens(config: Config, inputs: Any, *, live: bool, as_json: bool, verbose: bool,

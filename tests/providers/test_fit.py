@@ -241,7 +241,8 @@ def test_discovery_mode_reaches_the_loopback_server(k8s: tuple[Any, Path], api: 
     async def run() -> None:
         found = await router.call_openai_tool_call(_openai_call("toolc_search_tools", {"query": "create configmap",
                                                                                          "limit": None}))
-        (hit,) = found.structured
+        hit = found.structured[0]  # ranked, best first
+        assert hit["id"].endswith(":createCoreV1NamespacedConfigMap"), found.structured
         described = await router.call_openai_tool_call(_openai_call("toolc_describe_tool", {"tool": hit["id"]}))
         assert "metadata" in json.dumps(described.structured["input_schema"])
         Recorder.requests = []

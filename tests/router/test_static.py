@@ -1,4 +1,5 @@
-"""The router's static modules: real files in `templates/router/static/` (plus `compiler/providers/shapes.py`),
+"""The router's static modules: real files in `templates/router/static/` (plus the shared `compiler/providers/`
+modules, `shapes.py` and `ranking.py`),
 clean under ruff and mypy where they live, copied byte for byte into every router, and stable under toolc's
 formatter. `_tables.pyi`, their typed stand-in for the one generated module, declares what `_tables.py` defines."""
 
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from compiler.codegen.formatting import LINE_LENGTH, TARGET_VERSION, format_python
-from compiler.codegen.router import PACKAGE, generate_router, static_files
+from compiler.codegen.router import PACKAGE, SHARED_MODULES, generate_router, static_files
 from tests.support.paths import ROOT
 from tests.support.router import make_build
 
 STATIC = ROOT / "templates" / "router" / "static"
 GOLDEN = ROOT / "generated" / "python" / PACKAGE
+SHARED = [f"compiler/providers/{name}" for name in SHARED_MODULES]
 VENV_BIN = Path(sys.executable).parent
 # ruff's own defaults, the project's rules (through the folder's ruff.toml, which extends pyproject.toml), and
 # every rule the generated code is held to at once (tests/router/test_generated.py).
@@ -37,7 +39,8 @@ def test_every_router_module_but_tables_is_a_static_file() -> None:
     templates = sorted(p.name for p in (ROOT / "templates" / "router").iterdir() if p.is_file())
     assert templates == ["_tables.py.jinja"]
     files = static_files()
-    assert {"__init__.py", "router.py", "providers.py", "shapes.py", "stubs.py", "requirements.txt"} <= set(files)
+    assert {"__init__.py", "router.py", "providers.py", "shapes.py", "ranking.py", "stubs.py",
+            "requirements.txt"} <= set(files)
     for name, path in files.items():
         text = path.read_text()
         assert "{{" not in text and "{%" not in text, name  # no template syntax left to render
@@ -66,15 +69,15 @@ def test_the_formatter_leaves_static_modules_unchanged() -> None:
 def test_static_modules_are_ruff_formatted_in_the_repository() -> None:
     run = _ruff("format", "--check", "--no-cache", str(STATIC))
     assert run.returncode == 0, run.stdout + run.stderr
-    # shapes.py sits among the compiler's modules (110 columns): held to the generated code's settings instead.
+    # The shared modules sit among the compiler's (110 columns): held to the generated code's settings instead.
     run = _ruff("format", "--check", "--no-cache", "--isolated", f"--line-length={LINE_LENGTH}",
-                f"--target-version={TARGET_VERSION}", "compiler/providers/shapes.py")
+                f"--target-version={TARGET_VERSION}", *SHARED)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("rules", sorted(RUFF_RUNS))
 def test_static_modules_pass_ruff(rules: str) -> None:
-    run = _ruff("check", "--no-cache", *RUFF_RUNS[rules], str(STATIC), "compiler/providers/shapes.py")
+    run = _ruff("check", "--no-cache", *RUFF_RUNS[rules], str(STATIC), *SHARED)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
