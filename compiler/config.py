@@ -193,6 +193,17 @@ class Config(_Strict):
     budgets: dict[str, int] = Field(default_factory=dict)
     """Token budget per target or alias (`openai: 20000`): no tools file toolc writes for it may cost more."""
 
+    @field_validator("targets")
+    @classmethod
+    def _known_targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Aliases (`claude`, `openai`, `all`) stand for their targets, as on the command line; an unknown name
+        is refused here, with the other problems of the file, and the nearest name suggested."""
+        known = [*TARGETS, *ALIASES]
+        unknown = [target for target in value if target not in known]
+        if unknown:
+            raise ValueError("; ".join(_unknown_name("target", name, known) for name in unknown))
+        return tuple(dict.fromkeys(expanded for target in value for expanded in ALIASES.get(target, (target,))))
+
     @field_validator("budgets")
     @classmethod
     def _budget_targets(cls, value: dict[str, int]) -> dict[str, int]:
@@ -217,6 +228,11 @@ class Config(_Strict):
 
     def path(self, relative: str) -> Path:
         return (self.root / relative).resolve()
+
+
+def _unknown_name(kind: str, name: str, known: list[str]) -> str:
+    near = difflib.get_close_matches(name, known, n=1)
+    return f"unknown {kind} {name!r}" + (f"; did you mean {near[0]!r}?" if near else f"; choose from {', '.join(known)}")
 
 
 def _invalid(message: str, source: str) -> CompilerError:
@@ -246,18 +262,33 @@ def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
     return [name for name in model.model_fields if name != "root"] if model is not None else []
 
 
-def _explain(error: ErrorDetails) -> tuple[str, str]:
-    """(message, JSON pointer) for one validation error; an unknown key names the nearest valid one. The pointer is
-    the diagnostic's location, so the message does not repeat it."""
-    loc = tuple(error["loc"])
-    pointer = "".join(f"/{part}" for part in loc)
-    if error["type"] == "extra_forbidden" and loc:
-        key = str(loc[-1])
+def _pointer(loc: tuple[int | str, ...]) -> str:
+    return "".join(f"/{part}" for part in loc)
+
+
+def _explain_all(errors: list[ErrorDetails]) -> list[tuple[str, str]]:
+    """(message, JSON pointer) for every validation error, in the file's order. An unknown key names the nearest
+    valid one; a required key that an unknown key misspells (`pathh` for `path`) is said once, at the typo, not
+    as a bare "Field required". The pointer is the diagnostic's location, so the message does not repeat it."""
+    missing = {tuple(error["loc"]) for error in errors if error["type"] == "missing"}
+    explained: list[tuple[str, str]] = []
+    covered: set[tuple[int | str, ...]] = set()
+    for error in errors:
+        loc = tuple(error["loc"])
+        if error["type"] != "extra_forbidden" or not loc:
+            continue
         valid = _keys_at(loc[:-1])
-        near = difflib.get_close_matches(key, valid, n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(valid)}"
-        return f"unknown key {key!r}{hint}", pointer
-    return str(error["msg"]), pointer
+        near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+        if near:
+            required = (*loc[:-1], near[0]) in missing
+            covered.add((*loc[:-1], near[0]))
+            hint = f"; did you mean {near[0]!r}?" + (f" ({near[0]!r} is required)" if required else "")
+        else:
+            hint = f"; valid keys: {', '.join(valid)}"
+        explained.append((f"unknown key {str(loc[-1])!r}{hint}", _pointer(loc)))
+    explained += [(str(error["msg"]).removeprefix("Value error, "), _pointer(tuple(error["loc"])))
+                  for error in errors if error["type"] != "extra_forbidden" and tuple(error["loc"]) not in covered]
+    return sorted(explained, key=lambda item: item[1])
 
 
 def input_kind(data: Any) -> str | None:
@@ -285,9 +316,9 @@ def config_from_data(data: Any, *, root: Path, source: str) -> Config:
     try:
         return Config.model_validate({**data, "root": root})
     except ValidationError as exc:
-        message, pointer = _explain(exc.errors()[0])
-        raise CompilerError(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, source=source, pointer=pointer,
-                                       message=f"{message} ({exc.error_count()} problem(s))")) from None
+        raise CompilerError(*(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, source=source,
+                                         pointer=pointer, message=message)
+                              for message, pointer in _explain_all(exc.errors()))) from None
 
 
 def load_config(path: Path) -> Config:

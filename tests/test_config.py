@@ -3,6 +3,7 @@ validated whether or not code is generated."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,26 @@ def test_a_document_given_as_the_project_file_says_so(tmp_path: Path) -> None:
     assert code == "TC110" and "an OpenAPI document, not a project file" in message
     code, _, message = _error({"tools": [{"name": "x", "inputSchema": {"type": "object"}}]})
     assert code == "TC110" and "an MCP tool listing" in message
+
+
+def test_every_problem_of_the_project_file_is_reported_at_once_with_a_suggestion(tmp_path: Path) -> None:
+    """Three typos (a misspelt required key, a misspelt section, a misspelt target): three diagnostics in one run,
+    each located and each naming what was meant; not one bare "Field required"."""
+    (tmp_path / "toolc.yaml").write_text("openapi:\n  - id: p\n    pathh: params.yaml\npolcy:\n  deny_tools: []\n"
+                                         "targets: [openai-chat, claud]\n")
+    report = tmp_path / "out" / "report.json"
+    result = run_toolc("compile", "-c", tmp_path / "toolc.yaml", "--report", report)
+    assert result.exit_code == 2
+    lines = [line.removeprefix(f"{tmp_path}/") for line in result.stderr.strip().splitlines()]
+    assert lines == [
+        "toolc.yaml /openapi/0/pathh: error[TC110]: unknown key 'pathh'; did you mean 'path'? ('path' is required)",
+        "toolc.yaml /polcy: error[TC110]: unknown key 'polcy'; did you mean 'policy'?",
+        "toolc.yaml /targets: error[TC110]: unknown target 'claud'; did you mean 'claude'?",
+    ], result.stderr
+    written = json.loads(report.read_text())  # the README: written even when the compile fails
+    assert [d["pointer"] for d in written["diagnostics"]] == ["/openapi/0/pathh", "/polcy", "/targets"]
+
+
+def test_targets_in_the_project_file_take_the_command_line_aliases() -> None:
+    config = config_from_data({"targets": ["claude", "openai"]}, root=Path("."), source="toolc.yaml")
+    assert config.targets == ("anthropic", "openai-chat", "openai-responses")

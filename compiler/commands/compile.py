@@ -49,7 +49,12 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
     from compiler.pipeline import compile_project, write_build
     from compiler.progress import for_terminal
 
-    config, inputs = load_inputs(paths, config_path)
+    try:
+        config, inputs = load_inputs(paths, config_path)
+    except CompilerError as exc:  # the report is written even when the project file is what failed
+        if report_path is not None:
+            write_report(report_path, None, Diagnostics(list(exc.diagnostics)))
+        raise
     if inputs is not None and out_dir is None:
         raise click.UsageError("compiling PATHs needs --out DIR")
     if codegen is not None:
@@ -81,9 +86,10 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
             write_report(report_path, build)
 
 
-def write_report(path: Path, build: Build | None) -> None:
-    """`--report`: the diagnostics, per-target sizes and each output file's size; its folder is created."""
-    diagnostics = build.diagnostics if build else Diagnostics()
+def write_report(path: Path, build: Build | None, diagnostics: Diagnostics | None = None) -> None:
+    """`--report`: the diagnostics, per-target sizes and each output file's size; its folder is created. Without a
+    build (the project file failed), only `diagnostics`."""
+    diagnostics = build.diagnostics if build else diagnostics or Diagnostics()
     data = report(build.catalog if build else None, diagnostics, extra=build.report_extra() if build else None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

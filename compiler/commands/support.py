@@ -103,7 +103,8 @@ def guarded(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except CompilerError as exc:
-            click.echo(exc.diagnostic.render(), err=True)
+            for diagnostic in exc.diagnostics:
+                click.echo(diagnostic.render(), err=True)
             sys.exit(EXIT_USAGE if exc.diagnostic.code.startswith("TC1") else EXIT_FAILED)
         except KeyboardInterrupt:
             # Before click's own handler ("Aborted!", exit 1): output is built aside and swapped in at the end,
