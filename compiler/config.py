@@ -135,6 +135,11 @@ class ToolsetsConfig(_Strict):
     """Toolset name → globs on tool ids or names (a tool may be in several toolsets)."""
     max_tools: int | None = Field(default=None, gt=0)
     """Split a toolset above this many tools (default: the smallest request limit of the targets)."""
+    merge_related: bool = True
+    """A document's groups whose tag or segment starts with the same word (`payment_intents`, `payment_links`)
+    become one toolset while they fit one (`<source>-payment`)."""
+    min_tools: int = Field(default=3, ge=1)
+    """A document's group with fewer tools than this joins the document's `<source>-other` toolset (1: never)."""
     discovery: bool = True
     """Also emit the discovery form (`schemas/discovery.<target>.json`: search, describe, call by id)."""
 
