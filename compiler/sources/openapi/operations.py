@@ -50,7 +50,12 @@ class Operation:
     op: Any
     path_item: JsonObject
     where: str
+    """The method's place in its path item (diagnostics about the operation as a whole point here)."""
     item_where: str
+    op_where: str = ""
+    """Where the operation object is: `where`, or where its `$ref` led (bundlers allow one here)."""
+    lost: bool = False
+    """Its `$ref` could not be followed (reported): the operation is skipped."""
     name: str = ""
 
 
@@ -66,6 +71,10 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
                                     "it has no operations", source=ctx.location, pointer=where)
             continue
         item = raw_item
+        try:
+            ctx.refuse_lost(raw_item, where, "", "path item")
+        except Skip:  # its file could not be read (TC2xx, reported on the `$ref`)
+            continue
         if "$ref" in raw_item and not ctx.swagger:
             try:
                 resolved, _ = ctx.deref({"$ref": raw_item["$ref"]}, where, tool="", what="path item")
@@ -74,15 +83,29 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
             item = {**resolved, **{k: v for k, v in raw_item.items() if k != "$ref"}}
         for key, op in item.items():
             if key in methods:
-                operations.append(Operation(str(path), key, op, item, f"{where}/{key}", where))
+                operations.append(_operation(ctx, str(path), key, op, item, f"{where}/{key}", where))
                 if isinstance(op, dict) and isinstance(op.get("callbacks"), dict):
                     callbacks += len(op["callbacks"])
         extra = item.get("additionalOperations")
         if isinstance(extra, dict) and ctx.dialect == "3.1":
             for method, op in extra.items():
-                operations.append(Operation(str(path), str(method).lower(), op, item,
-                                            f"{where}/additionalOperations{pointer(str(method))}", where))
+                operations.append(_operation(ctx, str(path), str(method).lower(), op, item,
+                                             f"{where}/additionalOperations{pointer(str(method))}", where))
     return operations, callbacks
+
+
+def _operation(ctx: Context, path: str, method: str, op: Any, item: JsonObject, where: str,
+               item_where: str) -> Operation:
+    """An operation given as a `$ref` (`get: {$ref: ops/get.yaml}`: not in the specification, but every common
+    bundler follows it and real documents rely on that) is followed here, so its name, parameters and responses
+    are its target's."""
+    if not isinstance(op, dict):
+        return Operation(path, method, op, item, where, item_where, op_where=where)
+    try:
+        resolved, op_where = ctx.deref(op, where, tool="", what="operation")
+    except Skip:
+        return Operation(path, method, op, item, where, item_where, op_where=where, lost=True)
+    return Operation(path, method, resolved, item, where, item_where, op_where=op_where)
 
 
 def assign_tool_names(ctx: Context, operations: list[Operation]) -> None:
@@ -121,12 +144,15 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     """One operation → one Tool; raises Skip after reporting why it cannot be one."""
     tool = _tool_id(ctx, operation.name)
     op = operation.op
+    if operation.lost:
+        raise Skip
     if not isinstance(op, dict):
         ctx.diagnostics.warning(BAD_OBJECT, f"an operation must be an object, not {type(op).__name__}",
                                 source=ctx.location, tool=tool, pointer=operation.where)
         raise Skip
+    at = operation.op_where
     params = merged_parameters(ctx, ((operation.path_item.get("parameters"), operation.item_where + "/parameters"),
-                                     (op.get("parameters"), operation.where + "/parameters")), tool)
+                                     (op.get("parameters"), at + "/parameters")), tool)
     fields: list[Field] = []
     body: Body | None = None
     swagger_body_param: tuple[JsonObject, str] | None = None
@@ -141,15 +167,15 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     if ctx.swagger:
         body = swagger_body(ctx, op, swagger_body_param, form, tool)
     elif op.get("requestBody") is not None:
-        body = request_body(ctx, op["requestBody"], operation.where + "/requestBody", tool)
+        body = request_body(ctx, op["requestBody"], at + "/requestBody", tool)
     if body is not None:
         fields.extend(body_fields(ctx, body))
-    assign_names(ctx, fields, tool, operation.where)
+    assign_names(ctx, fields, tool, at)
 
     security = security_for(ctx, op["security"] if "security" in op else ctx.document.get("security"),
-                            operation.where + "/security" if "security" in op else "/security", tool)
+                            at + "/security" if "security" in op else "/security", tool)
     has_object_body = body is not None and not any(field.whole_body for field in fields)
-    presets, hidden = resolve_presets(ctx, fields, fixed, security, has_object_body, tool, operation.where)
+    presets, hidden = resolve_presets(ctx, fields, fixed, security, has_object_body, tool, at)
     properties: JsonObject = {}
     required: list[str] = []
     for field in fields:
@@ -174,7 +200,7 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     binding = HttpBinding(
         method=method,
         path=operation.path,
-        base_url=_base_url(ctx, op, operation.path_item, tool, operation.where),
+        base_url=_base_url(ctx, op, operation.path_item, tool, at, operation.item_where),
         arguments=tuple(_argument(ctx, field) for field in fields),  # pinned ones too: the wire keeps their style
         body_content_type=body.content_type if body is not None else None,
         body_required=body is not None and body.required,
@@ -188,7 +214,7 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         input_schema=input_schema,
         binding=binding,
         title=summary or None,
-        output_schema=output_schema(ctx, op, operation.where, tool),
+        output_schema=output_schema(ctx, op, at, tool),
         risk=risk,
         side_effects=side_effects,
         fixed_params=presets,
@@ -221,12 +247,12 @@ def _argument(ctx: Context, field: Field) -> HttpArgument:
     return argument
 
 
-def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject, tool: str, where: str) -> str:
+def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject, tool: str, where: str, item_where: str) -> str:
     """The most specific `servers` wins: the operation's, the path item's, then the document's (see document.py)."""
     if ctx.base_url_override is not None:
         return ctx.base_url_override
     if not ctx.swagger:
-        for servers, at in ((op.get("servers"), where), (path_item.get("servers"), where.rsplit("/", 1)[0])):
+        for servers, at in ((op.get("servers"), where), (path_item.get("servers"), item_where)):
             url = first_server(servers, ctx, at + "/servers", tool)
             if url is not None:
                 return url
@@ -246,19 +272,19 @@ def _extra(op: JsonObject) -> dict[str, Any]:
 
 
 def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
-    responses = op.get("responses")
+    responses, at = ctx.follow(op.get("responses"), where + "/responses", tool=tool, what="responses")
     if responses is None:
         return None
     if not isinstance(responses, dict):
         ctx.diagnostics.warning(BAD_OBJECT, "`responses` must be a mapping; no output schema", source=ctx.location,
-                                tool=tool, pointer=where + "/responses")
+                                tool=tool, pointer=at)
         return None
     codes = {str(code): code for code in responses}
     success = sorted(code for code in codes if _SUCCESS.fullmatch(code))
     success += [code for code in codes if code in ("2XX", "2xx")]
     candidates = success or [code for code in codes if code == "default"]
     for code in candidates:
-        response, response_where = ctx.deref(responses[codes[code]], f"{where}/responses/{code}", tool=tool,
+        response, response_where = ctx.deref(responses[codes[code]], f"{at}/{code}", tool=tool,
                                              what="response")
         schema, schema_where = _response_schema(ctx, op, response, response_where)
         if schema is not None:

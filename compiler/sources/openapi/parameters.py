@@ -70,7 +70,8 @@ class Body:
 def merged_parameters(ctx: Context, lists: tuple[tuple[Any, str], ...], tool: str) -> list[tuple[JsonObject, str]]:
     merged: dict[tuple[str, str], tuple[JsonObject, str]] = {}
     allowed = (*PARAMETER_LOCATIONS, "body", "formData") if ctx.swagger else PARAMETER_LOCATIONS
-    for raw_list, base in lists:
+    for listed, where in lists:
+        raw_list, base = ctx.follow(listed, where, tool=tool, what="parameter list")
         if raw_list is None:
             continue
         if not isinstance(raw_list, list):
