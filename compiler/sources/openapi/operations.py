@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.ir import HttpArgument, HttpBinding, JsonObject, Tool
-from compiler.policy import infer_risk
+from compiler.policy import operation_hints, operation_risk
 from compiler.sources.openapi.codes import (
     BAD_OBJECT,
     DUPLICATE_OPERATION_ID,
@@ -196,7 +196,7 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     description = summary if not details or details == summary else \
         details if not summary else f"{summary}\n\n{details}"
     method = operation.method.upper()
-    risk, side_effects = infer_risk(operation.name, description, http_method=method)
+    risk = operation_risk(operation.name, summary, operation.path, method)
     binding = HttpBinding(
         method=method,
         path=operation.path,
@@ -215,8 +215,9 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         binding=binding,
         title=summary or None,
         output_schema=output_schema(ctx, op, at, tool),
-        risk=risk,
-        side_effects=side_effects,
+        annotations=operation_hints(method, risk),
+        risk=risk.level,
+        side_effects=risk.side_effects,
         fixed_params=presets,
         extra=_extra(op),
     )
