@@ -75,7 +75,7 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
             ctx.refuse_lost(raw_item, where, "", "path item")
         except Skip:  # its file could not be read (TC2xx, reported on the `$ref`)
             continue
-        if "$ref" in raw_item and not ctx.swagger:
+        if "$ref" in raw_item:  # Swagger 2.0 allows it too
             try:
                 resolved, _ = ctx.deref({"$ref": raw_item["$ref"]}, where, tool="", what="path item")
             except Skip:  # reported (TC307); the item's own operations are still read, each a tool or a TC302

@@ -93,3 +93,10 @@ def test_operations_whose_refs_cannot_be_followed_are_located_diagnostics_never_
     assert skipped == {"openapi:multifile:get_outside", "openapi:multifile:get_loop",
                        "openapi:multifile:get_missing", "openapi:multifile:missingParams"}
     assert not any("secret" in d.message for d in diagnostics)
+
+
+def test_a_swagger_path_item_by_ref_and_its_responses_by_ref() -> None:
+    tools, _, diagnostics = _compiled(FIXTURES / "multifile-swagger" / "api.yaml")
+    assert [d.render() for d in diagnostics if d.severity >= Severity.WARNING] == []
+    assert _wire(tools["listPets"]) == [("limit", "query", False)]
+    assert tools["listPets"].output_schema == {"type": "array", "items": {"type": "string"}}
