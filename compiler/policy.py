@@ -69,6 +69,13 @@ OPERATION_KEYWORDS: tuple[tuple[RiskLevel, str, tuple[str, ...]], ...] = (
       "unsubscribe")),
 )
 
+_OPERATION_VERBS: dict[str, tuple[int, str]] = {
+    form: (rank, keyword) for rank, (_, _, keywords) in enumerate(OPERATION_KEYWORDS)
+    for keyword in keywords for form in (keyword, f"{keyword}s", f"{keyword}es")}
+"""Each verb form → (its class's place in OPERATION_KEYWORDS, the keyword)."""
+_VERB_HINT = re.compile("|".join(keyword for _, _, keywords in OPERATION_KEYWORDS for keyword in keywords),
+                        re.IGNORECASE)
+"""A cheap first look: most operations have no such verb anywhere, and splitting their words costs more."""
 _Setting = TypeVar("_Setting", RiskLevel, bool)
 _WORD = re.compile(r"[a-z]+")
 _PATH_VARIABLE = re.compile(r"\{[^{}]*\}")
@@ -197,20 +204,24 @@ def operation_risk(operation_id: str, summary: str, path: str, method: str) -> R
     method = method.upper()
     level = METHOD_RISK.get(method, RiskLevel.MEDIUM)
     effects = {*METHOD_SIDE_EFFECTS.get(method, ()), "network.http"}
-    places = (("operationId", _words(operation_id)), ("path", _words(_PATH_VARIABLE.sub(" ", path))),
-              ("summary", _words(*summary.split()[:1])))
-    for keyword_level, effect, keywords in OPERATION_KEYWORDS:
-        hit = next(((keyword, place) for place, words in places for keyword in keywords
-                    if keyword in words or f"{keyword}s" in words or f"{keyword}es" in words), None)
-        if hit is None:
-            continue
+    texts = (operation_id, _PATH_VARIABLE.sub(" ", path), " ".join(summary.split()[:1]))
+    hits = _verb_hits(texts) if any(not text.isascii() or _VERB_HINT.search(text) for text in texts) else []
+    if hits:
+        rank, order, keyword = min(hits)  # the most severe class; within it, the id before the path and summary
+        place = ("operationId", "path", "summary")[order]
+        keyword_level, effect, _ = OPERATION_KEYWORDS[rank]
         effects.add(effect)
         if keyword_level > level:
-            reason = f"{hit[0]!r} in its {hit[1]} raises {method} from {level.label} to {keyword_level.label}"
+            reason = f"{keyword!r} in its {place} raises {method} from {level.label} to {keyword_level.label}"
             return RiskAssessment(keyword_level, tuple(sorted(effects)), False, reason)
-        break
     read_only = method in READ_ONLY_METHODS and not effects & WRITE_EFFECTS
     return RiskAssessment(level, tuple(sorted(effects)), read_only)
+
+
+def _verb_hits(texts: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    """(class rank, which text, keyword) for each verb form among the texts' words."""
+    return [(rank, order, keyword) for order, text in enumerate(texts) for word in _words(text)
+            if word in _OPERATION_VERBS for rank, keyword in (_OPERATION_VERBS[word],)]
 
 
 def overridden(assessment: RiskAssessment, *, risk: tuple[RiskLevel, str] | None,

@@ -101,6 +101,19 @@ class Context:
         {$ref: ...}`), as bundlers do; the value is returned as found, for the caller to check its type."""
         return self._target(node, where, tool=tool, what=what)
 
+    def media_types(self, content: Any, where: str, *, tool: str) -> tuple[Any, list[tuple[str, JsonObject, str]]]:
+        """A `content` map (`where` its place) followed where it or its media type objects are `$ref`s: the map, and
+        (media type, media type object, its place) for each one that has a `schema`."""
+        content, where = self.follow(content, where, tool=tool, what="content map")
+        if not isinstance(content, dict):
+            return content, []
+        found: list[tuple[str, JsonObject, str]] = []
+        for media_type, raw in content.items():
+            media, at = self.follow(raw, where + pointer(str(media_type)), tool=tool, what="media type")
+            if isinstance(media, dict) and "schema" in media:
+                found.append((str(media_type), media, at))
+        return content, found
+
     def _target(self, node: Any, where: str, *, tool: str, what: str) -> tuple[Any, str]:
         if isinstance(node, dict) and "$ref" in node:
             ref = node["$ref"]

@@ -287,7 +287,7 @@ def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
     for code in candidates:
         response, response_where = ctx.deref(responses[codes[code]], f"{at}/{code}", tool=tool,
                                              what="response")
-        schema, schema_where = _response_schema(ctx, op, response, response_where)
+        schema, schema_where = _response_schema(ctx, op, response, response_where, tool)
         if schema is not None:
             normalised, ok = ctx.schemas.entry(schema, schema_where, tool)
             if not ok:
@@ -296,16 +296,15 @@ def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
     return None
 
 
-def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str) -> tuple[Any, str]:
+def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str, tool: str) -> tuple[Any, str]:
     if ctx.swagger:
         produces = op.get("produces", ctx.document.get("produces"))
         if isinstance(produces, list) and produces and not any(
                 isinstance(p, str) and _JSON.match(p) for p in produces):
             return None, where
         return response.get("schema"), where + "/schema"
-    content = response.get("content")
-    if isinstance(content, dict):
-        for media_type, media in content.items():
-            if isinstance(media, dict) and "schema" in media and _JSON.match(str(media_type)):
-                return media["schema"], f"{where}/content{pointer(str(media_type))}/schema"
+    _, media_types = ctx.media_types(response.get("content"), f"{where}/content", tool=tool)
+    for media_type, media, at in media_types:
+        if _JSON.match(media_type):
+            return media["schema"], f"{at}/schema"
     return None, where

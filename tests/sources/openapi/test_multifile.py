@@ -49,7 +49,7 @@ def test_every_operation_by_ref_is_a_tool_with_its_names_parameters_and_response
                                                            "description": "At most this many items."}
     assert listing.output_schema == {"type": "array", "items": {"$ref": "#/$defs/pet"}}
 
-    create = tools["createPet"]  # requestBody and the whole `responses` map by `$ref`
+    create = tools["createPet"]  # requestBody, its `content` map, the `responses` map and a media type by `$ref`
     assert create.input_schema["properties"] == {"name": {"type": "string", "description": "The pet's name."},
                                                  "tag": {"type": "string"}}
     assert create.input_schema["required"] == ["name"]
