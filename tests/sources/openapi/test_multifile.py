@@ -85,12 +85,14 @@ def test_operations_whose_refs_cannot_be_followed_are_located_diagnostics_never_
     # a file that does not exist, for the operation and for a parameter list inside an operation file
     assert ("TC204", "openapi.yaml", "/paths/~1missing/get/$ref") in located
     assert ("TC204", "ops/missing_params.yaml", "/parameters/$ref") in located
+    # a network reference: never fetched
+    assert ("TC201", "openapi.yaml", "/paths/~1network/get/$ref") in located
     # a cycle of operation files: reported where the operation is
     [loop] = [d for d in diagnostics if d.code == "TC307" and d.pointer == "/paths/~1loop/get/$ref"]
     assert "circular" in loop.message and "ops_loop_a.yaml" in loop.message
 
     skipped = {d.tool for d in diagnostics if d.code == "TC302"}
-    assert skipped == {"openapi:multifile:get_outside", "openapi:multifile:get_loop",
+    assert skipped == {"openapi:multifile:get_outside", "openapi:multifile:get_loop", "openapi:multifile:get_network",
                        "openapi:multifile:get_missing", "openapi:multifile:missingParams"}
     assert not any("secret" in d.message for d in diagnostics)
 
