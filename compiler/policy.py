@@ -73,9 +73,9 @@ _OPERATION_VERBS: dict[str, tuple[int, str]] = {
     form: (rank, keyword) for rank, (_, _, keywords) in enumerate(OPERATION_KEYWORDS)
     for keyword in keywords for form in (keyword, f"{keyword}s", f"{keyword}es")}
 """Each verb form → (its class's place in OPERATION_KEYWORDS, the keyword)."""
-_VERB_HINT = re.compile("|".join(keyword for _, _, keywords in OPERATION_KEYWORDS for keyword in keywords),
-                        re.IGNORECASE)
-"""A cheap first look: most operations have no such verb anywhere, and splitting their words costs more."""
+_VERB_HINT = re.compile("|".join(keyword for _, _, keywords in OPERATION_KEYWORDS for keyword in keywords))
+"""A cheap first look (on lower-cased text; IGNORECASE is five times slower): most operations have no such verb
+anywhere, and splitting their words costs more."""
 _Setting = TypeVar("_Setting", RiskLevel, bool)
 _WORD = re.compile(r"[a-z]+")
 _PATH_VARIABLE = re.compile(r"\{[^{}]*\}")
@@ -205,7 +205,7 @@ def operation_risk(operation_id: str, summary: str, path: str, method: str) -> R
     level = METHOD_RISK.get(method, RiskLevel.MEDIUM)
     effects = {*METHOD_SIDE_EFFECTS.get(method, ()), "network.http"}
     texts = (operation_id, _PATH_VARIABLE.sub(" ", path), " ".join(summary.split()[:1]))
-    hits = _verb_hits(texts) if any(not text.isascii() or _VERB_HINT.search(text) for text in texts) else []
+    hits = _verb_hits(texts) if any(not text.isascii() or _VERB_HINT.search(text.lower()) for text in texts) else []
     if hits:
         rank, order, keyword = min(hits)  # the most severe class; within it, the id before the path and summary
         place = ("operationId", "path", "summary")[order]

@@ -178,7 +178,9 @@ def refused_ref(node: Any) -> str | None:
     if not isinstance(node, dict) or "$ref" in node:
         return None
     description = node.get("description")
-    match = _REFUSED.search(description) if isinstance(description, str) else None
+    if not isinstance(description, str) or "toolc: $ref" not in description:
+        return None  # the common case, without the regular expression
+    match = _REFUSED.search(description)
     return match.group(1) if match else None
 
 

@@ -52,7 +52,7 @@ class Operation:
     where: str
     """The method's place in its path item (diagnostics about the operation as a whole point here)."""
     item_where: str
-    op_where: str = ""
+    op_where: str
     """Where the operation object is: `where`, or where its `$ref` led (bundlers allow one here)."""
     lost: bool = False
     """Its `$ref` could not be followed (reported): the operation is skipped."""
