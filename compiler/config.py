@@ -82,7 +82,33 @@ class ServerConfig(ToolFilter):
         return self.recording or f"recordings/{self.id}.json"
 
 
-class OpenApiConfig(ToolFilter):
+class RiskSettings(_Strict):
+    """What the project file says about an OpenAPI source's operations per tool glob (on the tool's name or id),
+    over what toolc infers from the method and the operation's words: like `trusted` for an MCP server, it may
+    lower as well as raise. Where several globs match, the safe side wins (the highest risk, `read_only: false`)."""
+
+    risk: dict[str, Literal["low", "medium", "high", "critical"]] = Field(default_factory=dict)
+    """Glob → risk level (`"*revoke*": high`, `"search*": low`)."""
+    read_only: dict[str, bool] = Field(default_factory=dict)
+    """Glob → whether the operation changes nothing (`true` drops its write side effects, `false` adds one)."""
+
+    @field_validator("risk", mode="before")
+    @classmethod
+    def _lower_levels(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {glob: level.lower() if isinstance(level, str) else level for glob, level in value.items()}
+        return value
+
+    @field_validator("risk", "read_only")
+    @classmethod
+    def _globs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for glob in value:
+            if not glob.strip():
+                raise ValueError("a tool glob must not be empty")
+        return value
+
+
+class OpenApiConfig(RiskSettings, ToolFilter):
     id: str | None = None
     """Default: the file name without its suffix."""
     path: str

@@ -74,6 +74,12 @@ def adhoc_inputs(paths: Iterable[Path], root: Path) -> list[Input]:
     return [Input(path, _relative(path, root), None) for path in paths]
 
 
+def openapi_settings(inputs: Iterable[Input]) -> dict[str, OpenApiConfig]:
+    """Source id → its `openapi:` entry in the project file (the id `_read_input` gives the source)."""
+    return {item.source_id or item.path.stem: item.settings for item in inputs
+            if isinstance(item.settings, OpenApiConfig)}
+
+
 def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics) -> tuple[Source, list[Tool]] | None:
     """Read one input into IR; a fatal problem becomes an error diagnostic and the input is left out."""
     try:

@@ -1,7 +1,9 @@
 """Risk level and side-effect inference (seed 000's keyword rules), and the allow/deny filter.
 
-Evidence: the HTTP method for OpenAPI operations, else keywords in the tool's name (and description, for the
-network effect). MCP annotations are the server's own claims, and a server can lie (`delete_everything` declared
+Evidence: for OpenAPI operations the HTTP method, raised (never lowered) by state-changing verbs in the operation's
+id, path or summary (`operation_risk`: a `GET /auth.revoke` revokes), and set per tool glob by the project file
+(`openapi[].risk` / `read_only`); for MCP tools keywords in the tool's name (and description, for the network
+effect). MCP annotations are the server's own claims, and a server can lie (`delete_everything` declared
 read-only): by default they may only RAISE the level and add side effects. Only for a server the project file
 marks `trusted: true` do they also lower it (a trusted `readOnlyHint: true` tool is LOW whatever its name says).
 """
@@ -11,9 +13,11 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
 
-from compiler.ir import Annotations, RiskLevel
+from compiler.ir import Annotations, HttpBinding, RiskLevel, Tool
 
 # Seed 000, MCPAdapter: keyword → level, checked from the most severe down.
 RISK_KEYWORDS: tuple[tuple[RiskLevel, tuple[str, ...]], ...] = (
@@ -50,7 +54,31 @@ METHOD_SIDE_EFFECTS: dict[str, tuple[str, ...]] = {
     "DELETE": ("remote.delete",),
 }
 
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Safe methods (RFC 9110): the operation is read-only unless its words or the project file say otherwise."""
+WRITE_EFFECTS = frozenset({"remote.write", "remote.delete"})
+
+# Verbs that say an operation changes or destroys state whatever its method (seed 000's CRITICAL keywords, plus the
+# ones real APIs put on GETs and POSTs: Slack's `GET /auth.revoke`, `POST /cache/purge`). Matched as whole words
+# and plurals only ("revokes", not "revoked"): a GET listing "deleted_items" or "commits" reads.
+OPERATION_KEYWORDS: tuple[tuple[RiskLevel, str, tuple[str, ...]], ...] = (
+    (RiskLevel.CRITICAL, "remote.delete",
+     ("delete", "destroy", "drop", "erase", "purge", "remove", "revoke", "truncate", "wipe")),
+    (RiskLevel.HIGH, "remote.write",
+     ("cancel", "disable", "execute", "kill", "logout", "reboot", "reset", "restart", "shutdown", "terminate",
+      "unsubscribe")),
+)
+
+_OPERATION_VERBS: dict[str, tuple[int, str]] = {
+    form: (rank, keyword) for rank, (_, _, keywords) in enumerate(OPERATION_KEYWORDS)
+    for keyword in keywords for form in (keyword, f"{keyword}s", f"{keyword}es")}
+"""Each verb form → (its class's place in OPERATION_KEYWORDS, the keyword)."""
+_VERB_HINT = re.compile("|".join(keyword for _, _, keywords in OPERATION_KEYWORDS for keyword in keywords))
+"""A cheap first look (on lower-cased text; IGNORECASE is five times slower): most operations have no such verb
+anywhere, and splitting their words costs more."""
+_Setting = TypeVar("_Setting", RiskLevel, bool)
 _WORD = re.compile(r"[a-z]+")
+_PATH_VARIABLE = re.compile(r"\{[^{}]*\}")
 _MCP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 NO_ANNOTATIONS = Annotations()
 
@@ -158,3 +186,98 @@ def is_selected(tool_name: str, allow: Iterable[str], deny: Iterable[str]) -> bo
 
 def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+@dataclass(frozen=True, slots=True)
+class RiskAssessment:
+    """An OpenAPI operation's risk, side effects and read-only flag, with why when not the method alone."""
+
+    level: RiskLevel
+    side_effects: tuple[str, ...]
+    read_only: bool
+    reason: str | None = None
+
+
+def operation_risk(operation_id: str, summary: str, path: str, method: str) -> RiskAssessment:
+    """The method's evidence, raised (never lowered) by a state-changing verb in the operation's id, the literal
+    segments of its path or the first word of its summary (summaries start with their verb: "Revokes a token")."""
+    method = method.upper()
+    level = METHOD_RISK.get(method, RiskLevel.MEDIUM)
+    effects = {*METHOD_SIDE_EFFECTS.get(method, ()), "network.http"}
+    texts = (operation_id, _PATH_VARIABLE.sub(" ", path), " ".join(summary.split()[:1]))
+    hits = _verb_hits(texts) if any(not text.isascii() or _VERB_HINT.search(text.lower()) for text in texts) else []
+    if hits:
+        rank, order, keyword = min(hits)  # the most severe class; within it, the id before the path and summary
+        place = ("operationId", "path", "summary")[order]
+        keyword_level, effect, _ = OPERATION_KEYWORDS[rank]
+        effects.add(effect)
+        if keyword_level > level:
+            reason = f"{keyword!r} in its {place} raises {method} from {level.label} to {keyword_level.label}"
+            return RiskAssessment(keyword_level, tuple(sorted(effects)), False, reason)
+    read_only = method in READ_ONLY_METHODS and not effects & WRITE_EFFECTS
+    return RiskAssessment(level, tuple(sorted(effects)), read_only)
+
+
+def _verb_hits(texts: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    """(class rank, which text, keyword) for each verb form among the texts' words."""
+    return [(rank, order, keyword) for order, text in enumerate(texts) for word in _words(text)
+            if word in _OPERATION_VERBS for rank, keyword in (_OPERATION_VERBS[word],)]
+
+
+def overridden(assessment: RiskAssessment, *, risk: tuple[RiskLevel, str] | None,
+               read_only: tuple[bool, str] | None) -> RiskAssessment:
+    """The project file's word (`openapi[].risk` / `read_only`, each with the glob that said it) over the inferred
+    one: it may lower as well as raise, as `trusted` does for an MCP server's annotations."""
+    reasons = [assessment.reason] if assessment.reason else []
+    level, effects, is_read_only = assessment.level, set(assessment.side_effects), assessment.read_only
+    if risk is not None and risk[0] != level:
+        reasons.append(f"the project file sets risk {risk[0].label} ({risk[1]!r}; inferred {level.label})")
+        level = risk[0]
+    if read_only is not None and read_only[0] != is_read_only:
+        is_read_only = read_only[0]
+        reasons.append(f"the project file sets read_only {str(is_read_only).lower()} ({read_only[1]!r})")
+        if is_read_only:
+            effects -= WRITE_EFFECTS
+        elif not effects & WRITE_EFFECTS:
+            effects.add("remote.write")
+    if len(reasons) == len([assessment.reason] if assessment.reason else []):
+        return assessment
+    return RiskAssessment(level, tuple(sorted(effects)), is_read_only, "; ".join(reasons))
+
+
+def risk_setting(name: str, tool_id: str, risks: Mapping[str, RiskLevel]) -> tuple[RiskLevel, str] | None:
+    """The risk the project file's globs give a tool, with the glob; where several match, the highest."""
+    return max(_matching(name, tool_id, risks), default=None)
+
+
+def read_only_setting(name: str, tool_id: str, flags: Mapping[str, bool]) -> tuple[bool, str] | None:
+    """`read_only` as the project file's globs give it, with the glob; where several match, `false` wins."""
+    return min(_matching(name, tool_id, flags), default=None)
+
+
+def _matching(name: str, tool_id: str, settings: Mapping[str, _Setting]) -> list[tuple[_Setting, str]]:
+    """(value, glob) for each glob matching the tool's name or id (case-sensitive, like `allow_tools`)."""
+    return [(value, glob) for glob, value in settings.items() if glob_matches(glob, name, tool_id)]
+
+
+def glob_matches(glob: str, name: str, tool_id: str) -> bool:
+    return fnmatch.fnmatchcase(name, glob) or fnmatch.fnmatchcase(tool_id, glob)
+
+
+def is_read_only(tool: Tool) -> bool:
+    """An HTTP operation: its method, unless its words or the project file said otherwise (`annotations`); an MCP
+    tool: nothing beyond reaching the network among its side effects."""
+    if isinstance(tool.binding, HttpBinding):
+        hint = tool.annotations.read_only_hint
+        return hint if hint is not None else tool.binding.method.upper() in READ_ONLY_METHODS
+    return not set(tool.side_effects) - {"network.http"}
+
+
+def operation_hints(method: str, assessment: RiskAssessment) -> Annotations:
+    """What the assessment says that the method does not (the rest the method says, `router_serve`): empty for
+    most operations, so their IR is what it was."""
+    method = method.upper()
+    read_only = assessment.read_only if assessment.read_only != (method in READ_ONLY_METHODS) else None
+    destructive = "remote.delete" in assessment.side_effects
+    return Annotations(read_only_hint=read_only,
+                       destructive_hint=destructive if destructive != (method == "DELETE") else None)

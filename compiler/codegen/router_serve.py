@@ -11,7 +11,7 @@ skipped, so every routed tool can be served.
 
 Annotations: an MCP tool's are its server's (hints, as the server declared them); an OpenAPI operation's come
 from its HTTP method (RFC 9110: GET/HEAD/OPTIONS are read-only, PUT and DELETE idempotent, DELETE destructive;
-every HTTP API is open-world).
+every HTTP API is open-world), except where the operation's words or the project file said otherwise (`policy`).
 
 Output schemas: up to MCP 2025-11-25 an `outputSchema` must have an object root, and a client checks every
 structured result against it. A root `$ref` is inlined; a schema whose root is not an object (an array, a
@@ -27,11 +27,11 @@ from typing import Any
 
 from compiler.config import NamesConfig
 from compiler.ir import Catalog, HttpBinding, Tool
+from compiler.policy import is_read_only
 from compiler.providers.names import Mangler, assign_names
 
 MCP_NAMES = Mangler(re.compile(r"[^A-Za-z0-9_.-]"), max_length=128)
 _DEFS_REF = re.compile(r"^#/\$defs/([^/]+)$")
-_READ_ONLY = ("GET", "HEAD", "OPTIONS")
 _IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE")
 
 
@@ -48,7 +48,9 @@ def mcp_names(tools: Iterable[Tool], names: NamesConfig) -> dict[str, str]:
 def tool_annotations(tool: Tool) -> dict[str, Any]:
     if isinstance(tool.binding, HttpBinding):
         method = tool.binding.method.upper()
-        return {"readOnlyHint": method in _READ_ONLY, "destructiveHint": method == "DELETE",
+        destructive = tool.annotations.destructive_hint  # set where the operation's words or the project file said
+        return {"readOnlyHint": is_read_only(tool),
+                "destructiveHint": method == "DELETE" if destructive is None else destructive,
                 "idempotentHint": method in _IDEMPOTENT, "openWorldHint": True}
     hints = tool.annotations
     pairs = (("title", hints.title), ("readOnlyHint", hints.read_only_hint),

@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from compiler.commands.support import guarded, inputs_options, load_inputs, parse_targets
-from compiler.config import ALL_TARGETS, Config
+from compiler.config import ALL_TARGETS, Config, OpenApiConfig
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.ir import Catalog, Tool
+from compiler.policy import is_read_only
 from compiler.providers import codes
 from compiler.providers.dialect import LowerEnv
 from compiler.providers.fit import REVERSIBLE, limit_for
@@ -22,6 +23,7 @@ from compiler.providers.registry import ALIASES, PROVIDERS
 from compiler.providers.tokens import count_json, method
 from compiler.providers.toolsets import plan_toolsets
 from compiler.serialize import canonical_json
+from compiler.sources.openapi.risk import assess
 
 
 def find_tool(catalog: Catalog, wanted: str) -> Tool:
@@ -61,9 +63,19 @@ def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target:
     return result
 
 
+def risk_of(tool: Tool, settings: OpenApiConfig | None) -> dict[str, Any]:
+    """What the router's policy sees of the tool, and why where it is not the evidence's alone."""
+    assessment = assess(tool, settings)
+    return {"level": tool.risk.label, "read_only": is_read_only(tool), "side_effects": list(tool.side_effects),
+            "reason": assessment.reason if assessment is not None else None}
+
+
 def _print_text(result: dict[str, Any]) -> None:
     click.echo(f"# {result['tool']} → {result['provider']} as {result['name']!r}"
                + (f" (strict: {str(result.get('strict')).lower()})" if result.get("definition") else ""))
+    risk = result["risk"]
+    click.echo(f"\n## risk\n{risk['level']}, {'read-only' if risk['read_only'] else 'not read-only'}; side effects: "
+               f"{', '.join(risk['side_effects']) or '-'}" + (f"\n{risk['reason']}" if risk["reason"] else ""))
     click.echo("\n## source input schema")
     click.echo(canonical_json(result["source_schema"]).decode().rstrip())
     click.echo("\n## lowered definition")
@@ -93,7 +105,7 @@ def _print_text(result: dict[str, Any]) -> None:
 @guarded
 def explain_command(tool_ref: str, paths: tuple[Path, ...], provider: str, config_path: Path, as_json: bool) -> None:
     """Show TOOL's source schema, the schema PROVIDER gets, and what was lost on the way."""
-    from compiler.pipeline import project_inputs, read_catalog
+    from compiler.pipeline import openapi_settings, project_inputs, read_catalog
     from compiler.refs import RefResolver
 
     targets = parse_targets(provider) or ()
@@ -102,8 +114,11 @@ def explain_command(tool_ref: str, paths: tuple[Path, ...], provider: str, confi
     config, inputs = load_inputs(paths, config_path)
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
-    catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics)
-    result = explain(config, catalog, resolver, find_tool(catalog, tool_ref), targets[0])
+    items = inputs if inputs is not None else project_inputs(config)
+    catalog = read_catalog(config, items, resolver, diagnostics)
+    tool = find_tool(catalog, tool_ref)
+    result = explain(config, catalog, resolver, tool, targets[0])
+    result["risk"] = risk_of(tool, openapi_settings(items).get(tool.source))
     resolver_notes = [d.to_json() for d in diagnostics if d.tool == result["tool"]]
     result["losses"] = resolver_notes + result["losses"]
     if as_json:

@@ -32,11 +32,13 @@ from compiler.commands.support import (
     parse_targets,
     print_diagnostics,
 )
-from compiler.config import DEFAULT_CONFIG_NAME, Config, ServerConfig
+from compiler.config import DEFAULT_CONFIG_NAME, Config, OpenApiConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Tool
+from compiler.policy import is_read_only
 from compiler.providers.ranking import SearchEntry, SearchIndex
 from compiler.serialize import canonical_json
+from compiler.sources.openapi.risk import assess
 from compiler.sources.recording import read_recording
 
 CANNOT_WRITE = "TC520"
@@ -176,7 +178,7 @@ def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json
     """List the tools of the project (recordings, OpenAPI documents, or --live servers) or of the documents given
     as PATHs, with risk and side effects (and, with --tokens, what each costs per target; with --search, only
     the best matches of a query)."""
-    from compiler.pipeline import project_inputs, read_catalog
+    from compiler.pipeline import openapi_settings, project_inputs, read_catalog
     from compiler.refs import RefResolver
 
     config, inputs = load_inputs(paths, config_path)
@@ -185,12 +187,12 @@ def list_command(paths: tuple[Path, ...], config_path: Path, live: bool, as_json
         return
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
-    catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver, diagnostics,
-                           live=live)
+    items = inputs if inputs is not None else project_inputs(config)
+    catalog = read_catalog(config, items, resolver, diagnostics, live=live)
     print_diagnostics(diagnostics, verbose=verbose)
     tools = sorted(catalog.tools, key=lambda t: t.id) if query is None else search_tools(catalog.tools, query, limit)
-    rows = [{"id": tool.id, "name": tool.name, "source": tool.source, "risk": tool.risk.label,
-             "side_effects": list(tool.side_effects)} for tool in tools]
+    settings = openapi_settings(items)
+    rows = [_row(tool, settings.get(tool.source)) for tool in tools]
     if as_json:
         click.echo(canonical_json(rows).decode(), nl=False)
     else:
@@ -246,12 +248,26 @@ def _list_tokens(config: Config, inputs: Any, *, live: bool, as_json: bool, verb
     click.echo(f"toolc: {len(rows)} tools in {len(index['toolsets'])} toolsets", err=True)
 
 
+def _row(tool: Tool, settings: OpenApiConfig | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": tool.id, "name": tool.name, "source": tool.source, "risk": tool.risk.label,
+                           "read_only": is_read_only(tool), "side_effects": list(tool.side_effects)}
+    assessment = assess(tool, settings)
+    if assessment is not None and assessment.reason:
+        row["risk_reason"] = assessment.reason
+    return row
+
+
 def _table(rows: list[dict[str, Any]]) -> None:
+    """One line per tool; where the risk is not the evidence's alone (an operation's words, the project file), the
+    reason on an indented line below it."""
     width = max((len(row["id"]) for row in rows), default=4)
-    click.echo(f"{'TOOL':<{width}}  {'RISK':<8}  SIDE EFFECTS")
+    click.echo(f"{'TOOL':<{width}}  {'RISK':<8}  {'READ-ONLY':<9}  SIDE EFFECTS")
     for row in rows:
         effects = ", ".join(row["side_effects"]) or "-"
-        click.echo(f"{row['id']:<{width}}  {row['risk']:<8}  {effects}")
+        read_only = "yes" if row["read_only"] else "no"
+        click.echo(f"{row['id']:<{width}}  {row['risk']:<8}  {read_only:<9}  {effects}")
+        if "risk_reason" in row:
+            click.echo(f"  ↳ {row['risk_reason']}")
 
 
 @click.command("health")

@@ -9,6 +9,8 @@ Contract (used by sources, providers and codegen):
 - `RefResolver.bundle(schema, defs)`: a self-contained schema whose `$ref`s all point into its own `$defs`;
   recursion kept. `defs` are the source's shared definitions, visible to the schema as `#/$defs/<name>`
   (the schema's own `$defs` win over shared ones of the same name) (`refs.bundler`).
+- `refused_ref(node)`: the `$ref` an object stood for when the resolver refused it (its TC2xx diagnostic sits on
+  the `$ref`), or None: readers of non-schema objects (OpenAPI operations, parameter lists) skip what was lost.
 - `RefResolver.inline(schema, defs, max_depth)`: no `$ref` left; recursion unrolled to `max_depth`, then
   pruned to the referenced schema's type and description, with a diagnostic (`refs.inliner`).
 
@@ -41,6 +43,7 @@ from compiler.refs.codes import (
 from compiler.refs.external import EXTERNAL_KEY
 from compiler.refs.pointers import PointerError, defs_ref, escape_token, resolve_pointer, unescape_token
 from compiler.refs.resolver import RefResolver
+from compiler.refs.walker import refused_ref
 
 __all__ = [
     "BAD_POINTER",
@@ -60,6 +63,7 @@ __all__ = [
     "RefResolver",
     "defs_ref",
     "escape_token",
+    "refused_ref",
     "resolve_pointer",
     "unescape_token",
 ]

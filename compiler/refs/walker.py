@@ -11,6 +11,7 @@ Python frame per schema level with an explicit depth limit (`codes.MAX_NESTING`,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -159,6 +160,9 @@ class Walker:
         return target
 
 
+_REFUSED = re.compile(r"(?:^|\()toolc: \$ref (.+) could not be resolved\)?$", re.DOTALL)
+
+
 def refusal(siblings: dict[str, Any], ref: str) -> dict[str, Any]:
     """What an unresolvable `$ref` becomes: its siblings plus a description saying why the ref is gone."""
     out = {k: v for k, v in siblings.items() if k != "$ref"}
@@ -166,6 +170,18 @@ def refusal(siblings: dict[str, Any], ref: str) -> dict[str, Any]:
     existing = out.get("description")
     out["description"] = f"{existing} ({note})" if isinstance(existing, str) and existing else note
     return out
+
+
+def refused_ref(node: Any) -> str | None:
+    """The `$ref` (as written, quoted) a `refusal` stands for, or None: how a reader of OpenAPI objects tells an
+    object that was lost from one that is empty."""
+    if not isinstance(node, dict) or "$ref" in node:
+        return None
+    description = node.get("description")
+    if not isinstance(description, str) or "toolc: $ref" not in description:
+        return None  # the common case, without the regular expression
+    match = _REFUSED.search(description)
+    return match.group(1) if match else None
 
 
 def merge(siblings: dict[str, Any], target: Any) -> Any:
@@ -208,4 +224,4 @@ def prune(scope: Scope, target: Target) -> Any:
     return {key: node[key] for key in ("type", "description") if key in node}
 
 
-__all__ = ["Report", "Walker", "merge", "prune", "refusal"]
+__all__ = ["Report", "Walker", "merge", "prune", "refusal", "refused_ref"]

@@ -75,7 +75,7 @@ def test_list_prints_risk_and_side_effects_from_recordings_or_live(tmp_path: Pat
     config = write_project(tmp_path, edge("legacy"))
     code, out, err = run("list", "-c", str(config), "--live")
     assert code == 0, err
-    assert out.splitlines()[0].split() == ["TOOL", "RISK", "SIDE", "EFFECTS"]
+    assert out.splitlines()[0].split() == ["TOOL", "RISK", "READ-ONLY", "SIDE", "EFFECTS"]
     assert out.splitlines()[1].split()[:2] == ["mcp:legacy:echo", "low"]
     assert run("record", "-c", str(config))[0] == 0
     code, out, _ = run("list", "-c", str(config), "--json")

@@ -39,3 +39,6 @@ AMBIGUOUS_PRESET = "TC316"
 BAD_PRESET = "TC317"
 """error: a preset that cannot be applied (no such path variable, no object body, a credential's key, CR/LF in a
 header or cookie value, not JSON data)."""
+UNMATCHED_RISK_GLOB = "TC325"
+"""warning: a `risk` or `read_only` glob of an `openapi:` entry in the project file that matches no tool of the source
+(a typo must not leave a tool at the risk the user meant to change)."""

@@ -15,7 +15,7 @@ from typing import Any, Literal, NoReturn
 
 from compiler.diagnostics import Diagnostics
 from compiler.ir import HttpArgument, JsonObject, SecurityScheme
-from compiler.refs import PointerError, resolve_pointer
+from compiler.refs import PointerError, refused_ref, resolve_pointer
 from compiler.sources.openapi.codes import (
     BAD_OBJECT,
     NOT_OPENAPI,
@@ -88,22 +88,56 @@ class Context:
         return self.dialect == "2.0"
 
     def deref(self, node: Any, where: str, *, tool: str, what: str) -> tuple[Any, str]:
-        """Follow `$ref`s to a parameter, request body, response or header object; raise Skip if broken."""
-        if isinstance(node, dict) and "$ref" in node:
-            ref = node["$ref"]
-            hit = self.ref_cache.get(ref) if isinstance(ref, str) else None
-            if hit is not None:
-                return hit
-            target = self._follow(node, where, tool=tool, what=what)
-            if isinstance(ref, str):
-                self.ref_cache[ref] = target
-            return target
+        """Follow `$ref`s to a parameter, request body, response, header or operation object; raise Skip if
+        broken. Bundlers follow a `$ref` anywhere, so documents put them where the specification has none (an
+        operation, a `responses` map): any OpenAPI object may be one."""
+        node, where = self._target(node, where, tool=tool, what=what)
         if not isinstance(node, dict):
             self._not_an_object(node, where, tool, what)
         return node, where
 
+    def follow(self, node: Any, where: str, *, tool: str, what: str) -> tuple[Any, str]:
+        """Follow a `$ref` that stands for a whole list or map (`parameters: {$ref: params.yaml}`, `responses:
+        {$ref: ...}`), as bundlers do; the value is returned as found, for the caller to check its type."""
+        return self._target(node, where, tool=tool, what=what)
+
+    def media_types(self, content: Any, where: str, *, tool: str) -> tuple[Any, list[tuple[str, JsonObject, str]]]:
+        """A `content` map (`where` its place) followed where it or its media type objects are `$ref`s: the map, and
+        (media type, media type object, its place) for each one that has a `schema`."""
+        content, where = self.follow(content, where, tool=tool, what="content map")
+        if not isinstance(content, dict):
+            return content, []
+        found: list[tuple[str, JsonObject, str]] = []
+        for media_type, raw in content.items():
+            media, at = self.follow(raw, where + pointer(str(media_type)), tool=tool, what="media type")
+            if isinstance(media, dict) and "schema" in media:
+                found.append((str(media_type), media, at))
+        return content, found
+
+    def _target(self, node: Any, where: str, *, tool: str, what: str) -> tuple[Any, str]:
+        if isinstance(node, dict) and "$ref" in node:
+            ref = node["$ref"]
+            hit = self.ref_cache.get(ref) if isinstance(ref, str) else None
+            if hit is None:
+                hit = self._follow(node, where, tool=tool, what=what)
+                if isinstance(ref, str):
+                    self.ref_cache[ref] = hit
+            node, where = hit
+        self.refuse_lost(node, where, tool, what)
+        return node, where
+
+    def refuse_lost(self, node: Any, where: str, tool: str, what: str) -> None:
+        """An external `$ref` the resolver refused (TC201-TC204, located in its file) left only a note: the object
+        is gone, so the operation is not a tool, rather than one that silently lost its parameters."""
+        ref = refused_ref(node)
+        if ref is not None:
+            self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref {ref} was not pulled in (see the TC2xx "
+                                     "diagnostic on it)", source=self.location, tool=tool, pointer=where)
+            raise Skip
+
     def _follow(self, node: Any, where: str, *, tool: str, what: str) -> tuple[Any, str]:
-        seen: set[str] = set()
+        seen: list[str] = []
+        start = where
         while isinstance(node, dict) and "$ref" in node:
             ref = node["$ref"]
             if not isinstance(ref, str) or not ref.startswith("#"):
@@ -112,10 +146,11 @@ class Context:
                                          source=self.location, tool=tool, pointer=where + "/$ref")
                 raise Skip
             if ref in seen or len(seen) >= _MAX_REF_HOPS:
-                self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref {ref!r} is circular",
-                                         source=self.location, tool=tool, pointer=where + "/$ref")
+                chain = " → ".join([*seen, ref])
+                self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref is circular: {chain}",
+                                         source=self.location, tool=tool, pointer=start + "/$ref")
                 raise Skip
-            seen.add(ref)
+            seen.append(ref)
             try:
                 node = resolve_pointer(self.document, ref)
             except PointerError as exc:
@@ -123,8 +158,6 @@ class Context:
                                          source=self.location, tool=tool, pointer=where + "/$ref")
                 raise Skip from None
             where = ref[1:]
-        if not isinstance(node, dict):
-            self._not_an_object(node, where, tool, what)
         return node, where
 
     def _not_an_object(self, node: Any, where: str, tool: str, what: str) -> NoReturn:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.ir import HttpArgument, HttpBinding, JsonObject, Tool
-from compiler.policy import infer_risk
+from compiler.policy import operation_hints, operation_risk
 from compiler.sources.openapi.codes import (
     BAD_OBJECT,
     DUPLICATE_OPERATION_ID,
@@ -50,7 +50,12 @@ class Operation:
     op: Any
     path_item: JsonObject
     where: str
+    """The method's place in its path item (diagnostics about the operation as a whole point here)."""
     item_where: str
+    op_where: str
+    """Where the operation object is: `where`, or where its `$ref` led (bundlers allow one here)."""
+    lost: bool = False
+    """Its `$ref` could not be followed (reported): the operation is skipped."""
     name: str = ""
 
 
@@ -66,7 +71,11 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
                                     "it has no operations", source=ctx.location, pointer=where)
             continue
         item = raw_item
-        if "$ref" in raw_item and not ctx.swagger:
+        try:
+            ctx.refuse_lost(raw_item, where, "", "path item")
+        except Skip:  # its file could not be read (TC2xx, reported on the `$ref`)
+            continue
+        if "$ref" in raw_item:  # Swagger 2.0 allows it too
             try:
                 resolved, _ = ctx.deref({"$ref": raw_item["$ref"]}, where, tool="", what="path item")
             except Skip:  # reported (TC307); the item's own operations are still read, each a tool or a TC302
@@ -74,15 +83,29 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
             item = {**resolved, **{k: v for k, v in raw_item.items() if k != "$ref"}}
         for key, op in item.items():
             if key in methods:
-                operations.append(Operation(str(path), key, op, item, f"{where}/{key}", where))
+                operations.append(_operation(ctx, str(path), key, op, item, f"{where}/{key}", where))
                 if isinstance(op, dict) and isinstance(op.get("callbacks"), dict):
                     callbacks += len(op["callbacks"])
         extra = item.get("additionalOperations")
         if isinstance(extra, dict) and ctx.dialect == "3.1":
             for method, op in extra.items():
-                operations.append(Operation(str(path), str(method).lower(), op, item,
-                                            f"{where}/additionalOperations{pointer(str(method))}", where))
+                operations.append(_operation(ctx, str(path), str(method).lower(), op, item,
+                                             f"{where}/additionalOperations{pointer(str(method))}", where))
     return operations, callbacks
+
+
+def _operation(ctx: Context, path: str, method: str, op: Any, item: JsonObject, where: str,
+               item_where: str) -> Operation:
+    """An operation given as a `$ref` (`get: {$ref: ops/get.yaml}`: not in the specification, but every common
+    bundler follows it and real documents rely on that) is followed here, so its name, parameters and responses
+    are its target's."""
+    if not isinstance(op, dict):
+        return Operation(path, method, op, item, where, item_where, op_where=where)
+    try:
+        resolved, op_where = ctx.deref(op, where, tool="", what="operation")
+    except Skip:
+        return Operation(path, method, op, item, where, item_where, op_where=where, lost=True)
+    return Operation(path, method, resolved, item, where, item_where, op_where=op_where)
 
 
 def assign_tool_names(ctx: Context, operations: list[Operation]) -> None:
@@ -121,12 +144,15 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     """One operation → one Tool; raises Skip after reporting why it cannot be one."""
     tool = _tool_id(ctx, operation.name)
     op = operation.op
+    if operation.lost:
+        raise Skip
     if not isinstance(op, dict):
         ctx.diagnostics.warning(BAD_OBJECT, f"an operation must be an object, not {type(op).__name__}",
                                 source=ctx.location, tool=tool, pointer=operation.where)
         raise Skip
+    at = operation.op_where
     params = merged_parameters(ctx, ((operation.path_item.get("parameters"), operation.item_where + "/parameters"),
-                                     (op.get("parameters"), operation.where + "/parameters")), tool)
+                                     (op.get("parameters"), at + "/parameters")), tool)
     fields: list[Field] = []
     body: Body | None = None
     swagger_body_param: tuple[JsonObject, str] | None = None
@@ -141,15 +167,15 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     if ctx.swagger:
         body = swagger_body(ctx, op, swagger_body_param, form, tool)
     elif op.get("requestBody") is not None:
-        body = request_body(ctx, op["requestBody"], operation.where + "/requestBody", tool)
+        body = request_body(ctx, op["requestBody"], at + "/requestBody", tool)
     if body is not None:
         fields.extend(body_fields(ctx, body))
-    assign_names(ctx, fields, tool, operation.where)
+    assign_names(ctx, fields, tool, at)
 
     security = security_for(ctx, op["security"] if "security" in op else ctx.document.get("security"),
-                            operation.where + "/security" if "security" in op else "/security", tool)
+                            at + "/security" if "security" in op else "/security", tool)
     has_object_body = body is not None and not any(field.whole_body for field in fields)
-    presets, hidden = resolve_presets(ctx, fields, fixed, security, has_object_body, tool, operation.where)
+    presets, hidden = resolve_presets(ctx, fields, fixed, security, has_object_body, tool, at)
     properties: JsonObject = {}
     required: list[str] = []
     for field in fields:
@@ -170,11 +196,11 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     description = summary if not details or details == summary else \
         details if not summary else f"{summary}\n\n{details}"
     method = operation.method.upper()
-    risk, side_effects = infer_risk(operation.name, description, http_method=method)
+    risk = operation_risk(operation.name, summary, operation.path, method)
     binding = HttpBinding(
         method=method,
         path=operation.path,
-        base_url=_base_url(ctx, op, operation.path_item, tool, operation.where),
+        base_url=_base_url(ctx, op, operation.path_item, tool, at, operation.item_where),
         arguments=tuple(_argument(ctx, field) for field in fields),  # pinned ones too: the wire keeps their style
         body_content_type=body.content_type if body is not None else None,
         body_required=body is not None and body.required,
@@ -188,9 +214,10 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         input_schema=input_schema,
         binding=binding,
         title=summary or None,
-        output_schema=output_schema(ctx, op, operation.where, tool),
-        risk=risk,
-        side_effects=side_effects,
+        output_schema=output_schema(ctx, op, at, tool),
+        annotations=operation_hints(method, risk),
+        risk=risk.level,
+        side_effects=risk.side_effects,
         fixed_params=presets,
         extra=_extra(op),
     )
@@ -221,12 +248,12 @@ def _argument(ctx: Context, field: Field) -> HttpArgument:
     return argument
 
 
-def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject, tool: str, where: str) -> str:
+def _base_url(ctx: Context, op: JsonObject, path_item: JsonObject, tool: str, where: str, item_where: str) -> str:
     """The most specific `servers` wins: the operation's, the path item's, then the document's (see document.py)."""
     if ctx.base_url_override is not None:
         return ctx.base_url_override
     if not ctx.swagger:
-        for servers, at in ((op.get("servers"), where), (path_item.get("servers"), where.rsplit("/", 1)[0])):
+        for servers, at in ((op.get("servers"), where), (path_item.get("servers"), item_where)):
             url = first_server(servers, ctx, at + "/servers", tool)
             if url is not None:
                 return url
@@ -246,21 +273,21 @@ def _extra(op: JsonObject) -> dict[str, Any]:
 
 
 def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
-    responses = op.get("responses")
+    responses, at = ctx.follow(op.get("responses"), where + "/responses", tool=tool, what="responses")
     if responses is None:
         return None
     if not isinstance(responses, dict):
         ctx.diagnostics.warning(BAD_OBJECT, "`responses` must be a mapping; no output schema", source=ctx.location,
-                                tool=tool, pointer=where + "/responses")
+                                tool=tool, pointer=at)
         return None
     codes = {str(code): code for code in responses}
     success = sorted(code for code in codes if _SUCCESS.fullmatch(code))
     success += [code for code in codes if code in ("2XX", "2xx")]
     candidates = success or [code for code in codes if code == "default"]
     for code in candidates:
-        response, response_where = ctx.deref(responses[codes[code]], f"{where}/responses/{code}", tool=tool,
+        response, response_where = ctx.deref(responses[codes[code]], f"{at}/{code}", tool=tool,
                                              what="response")
-        schema, schema_where = _response_schema(ctx, op, response, response_where)
+        schema, schema_where = _response_schema(ctx, op, response, response_where, tool)
         if schema is not None:
             normalised, ok = ctx.schemas.entry(schema, schema_where, tool)
             if not ok:
@@ -269,16 +296,15 @@ def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
     return None
 
 
-def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str) -> tuple[Any, str]:
+def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str, tool: str) -> tuple[Any, str]:
     if ctx.swagger:
         produces = op.get("produces", ctx.document.get("produces"))
         if isinstance(produces, list) and produces and not any(
                 isinstance(p, str) and _JSON.match(p) for p in produces):
             return None, where
         return response.get("schema"), where + "/schema"
-    content = response.get("content")
-    if isinstance(content, dict):
-        for media_type, media in content.items():
-            if isinstance(media, dict) and "schema" in media and _JSON.match(str(media_type)):
-                return media["schema"], f"{where}/content{pointer(str(media_type))}/schema"
+    _, media_types = ctx.media_types(response.get("content"), f"{where}/content", tool=tool)
+    for media_type, media, at in media_types:
+        if _JSON.match(media_type):
+            return media["schema"], f"{at}/schema"
     return None, where

@@ -70,7 +70,8 @@ class Body:
 def merged_parameters(ctx: Context, lists: tuple[tuple[Any, str], ...], tool: str) -> list[tuple[JsonObject, str]]:
     merged: dict[tuple[str, str], tuple[JsonObject, str]] = {}
     allowed = (*PARAMETER_LOCATIONS, "body", "formData") if ctx.swagger else PARAMETER_LOCATIONS
-    for raw_list, base in lists:
+    for listed, where in lists:
+        raw_list, base = ctx.follow(listed, where, tool=tool, what="parameter list")
         if raw_list is None:
             continue
         if not isinstance(raw_list, list):
@@ -180,12 +181,13 @@ def _swagger_style(param: JsonObject, location: ArgumentLocation) -> tuple[str |
 def request_body(ctx: Context, raw: Any, where: str, tool: str) -> Body | None:
     """OAS 3.x `requestBody`."""
     body, where = ctx.deref(raw, where, tool=tool, what="request body")
-    content = body.get("content")
+    content, media_types = ctx.media_types(body.get("content"), where + "/content", tool=tool)
     if not isinstance(content, dict):
         ctx.diagnostics.warning(BAD_OBJECT, "a request body needs a `content` mapping", source=ctx.location,
                                 tool=tool, pointer=where)
         raise Skip
-    with_schema = [(str(m), media) for m, media in content.items() if isinstance(media, dict) and "schema" in media]
+    with_schema = [(media_type, media) for media_type, media, _ in media_types]
+    places = {media_type: at for media_type, _, at in media_types}
     chosen: tuple[str, JsonObject] | None = None
     json_types = json_first([m for m, _ in with_schema], _is_array(ctx, with_schema))
     if json_types:
@@ -203,7 +205,7 @@ def request_body(ctx: Context, raw: Any, where: str, tool: str) -> Body | None:
                              "string", source=ctx.location, tool=tool, pointer=where + "/content")
         return Body({"type": "string"}, required, first, {})
     media_type, media = chosen
-    schema, ok = ctx.schemas.entry(media["schema"], f"{where}/content{pointer(media_type)}/schema", tool)
+    schema, ok = ctx.schemas.entry(media["schema"], f"{places[media_type]}/schema", tool)
     if not ok:
         raise Skip
     encoding = media.get("encoding")

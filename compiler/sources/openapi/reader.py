@@ -31,6 +31,7 @@ from compiler.sources.openapi.document import (
     source_info,
 )
 from compiler.sources.openapi.operations import METHODS, assign_tool_names, build_tool, find_operations
+from compiler.sources.openapi.risk import apply_risk_settings
 from compiler.sources.openapi.schema_dialect import SchemaNormalizer
 
 
@@ -112,6 +113,8 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
         diagnostics.info(IGNORED_HEADER, f"ignored {ctx.ignored_headers} header parameter(s) named Accept, "
                          "Content-Type or Authorization: media types and security schemes decide those",
                          source=location)
+    if config is not None:
+        tools = apply_risk_settings(tools, config, diagnostics=diagnostics, location=location)
     schemas.finish()
     source = Source(id=source_id, kind="openapi", location=location, definitions=schemas.definitions, info=info)
     return source, tools

@@ -1,0 +1,60 @@
+"""`policy.operation_risk`: an OpenAPI operation's method, raised (never lowered) by the verbs in its id, path or
+summary (issue 21)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.ir import RiskLevel
+from compiler.policy import RiskAssessment, operation_risk, overridden
+
+LOW, MEDIUM, HIGH, CRITICAL = RiskLevel.LOW, RiskLevel.MEDIUM, RiskLevel.HIGH, RiskLevel.CRITICAL
+
+
+@pytest.mark.parametrize(("operation_id", "summary", "path", "method", "level", "effect", "place"), [
+    ("get_auth_revoke", "", "/auth.revoke", "GET", CRITICAL, "remote.delete", "operationId"),  # Slack's
+    ("tokenInfo", "", "/tokens/{id}/revoke", "GET", CRITICAL, "remote.delete", "path"),
+    ("tokenInfo", "Revokes a token.", "/tokens/{id}", "GET", CRITICAL, "remote.delete", "summary"),
+    ("cachePurge", "", "/cache", "POST", CRITICAL, "remote.delete", "operationId"),
+    ("resetPassword", "", "/password", "GET", HIGH, "remote.write", "operationId"),
+    ("sessions", "Logout everywhere", "/sessions", "HEAD", HIGH, "remote.write", "summary"),
+])
+def test_a_state_changing_verb_raises_the_method(operation_id: str, summary: str, path: str, method: str,
+                                                 level: RiskLevel, effect: str, place: str) -> None:
+    assessment = operation_risk(operation_id, summary, path, method)
+    assert assessment.level == level
+    assert effect in assessment.side_effects and "network.http" in assessment.side_effects
+    assert assessment.read_only is False
+    assert assessment.reason is not None and f"in its {place} raises {method}" in assessment.reason
+
+
+@pytest.mark.parametrize(("operation_id", "summary", "path", "method", "level", "read_only"), [
+    ("repos/list-commits", "List commits", "/repos/{owner}/{repo}/commits", "GET", LOW, True),  # nouns read
+    ("listDeletedItems", "List deleted items", "/deleted-items", "GET", LOW, True),  # past participles too
+    ("getItem", "Get an item", "/items/{delete}", "GET", LOW, True),  # a path variable's name is no verb
+    ("getItem", "Get an item; removes nothing", "/items", "GET", LOW, True),  # only the summary's first word
+    ("dropdownOptions", "", "/dropdown", "GET", LOW, True),  # whole words only
+    ("searchPets", "Search pets", "/pets/search", "POST", HIGH, False),  # a reading verb never lowers
+    ("listThings", "List things", "/things", "DELETE", CRITICAL, False),
+    ("revokeToken", "", "/tokens/{id}", "DELETE", CRITICAL, False),  # already as high as it gets: no reason
+])
+def test_words_never_lower_and_nouns_do_not_raise(operation_id: str, summary: str, path: str, method: str,
+                                                  level: RiskLevel, read_only: bool) -> None:
+    assessment = operation_risk(operation_id, summary, path, method)
+    assert (assessment.level, assessment.read_only, assessment.reason) == (level, read_only, None)
+
+
+def test_the_project_file_sets_risk_and_read_only_either_way_and_says_so() -> None:
+    search = operation_risk("searchPets", "Search pets", "/pets/search", "POST")
+    lowered = overridden(search, risk=(LOW, "search*"), read_only=(True, "search*"))
+    assert lowered == RiskAssessment(LOW, ("network.http",), True, "the project file sets risk low ('search*'; "
+                                     "inferred high); the project file sets read_only true ('search*')")
+    revoke = operation_risk("auth_revoke", "", "/auth.revoke", "GET")
+    raised = overridden(revoke, risk=(MEDIUM, "*revoke*"), read_only=None)
+    assert raised.level == MEDIUM and raised.read_only is False
+    assert raised.reason == ("'revoke' in its operationId raises GET from low to critical; the project file sets "
+                             "risk medium ('*revoke*'; inferred critical)")
+    plain = operation_risk("getPet", "", "/pets/{id}", "GET")
+    assert overridden(plain, risk=(LOW, "*"), read_only=(True, "*")) is plain  # saying what is inferred: no reason
+    written = overridden(plain, risk=None, read_only=(False, "getPet"))
+    assert written.side_effects == ("network.http", "remote.write") and written.read_only is False
