@@ -31,6 +31,7 @@ from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
+from compiler.policy import UNMATCHED_POLICY_PATTERN, unmatched_policy_patterns
 from compiler.progress import Progress
 from compiler.providers.emit import emit_providers
 from compiler.providers.fit import emit_fit
@@ -193,6 +194,7 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         return Build(config=config, catalog=build_catalog((), diagnostics), resolver=resolver,
                      diagnostics=diagnostics, targets=chosen)
     progress.step(f"catalog.json: {len(catalog.tools)} tools")
+    _warn_unmatched_policy(config, catalog, diagnostics)
     # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations, the
     # collector stops rescanning its millions of objects (a third of lowering time on Microsoft Graph) and
     # forked workers stop dirtying the pages they share with this process.
@@ -258,3 +260,15 @@ def write_build(build: Build, out_dir: Path) -> None:
     write_tree(out_dir, build.files)
     if build.codegen is not None:
         save_record(out_dir, build.codegen)
+
+
+def _warn_unmatched_policy(config: Config, catalog: Catalog, diagnostics: Diagnostics) -> None:
+    """TC326 for each `policy` name or pattern that matches no tool: a deny rule that matches nothing protects
+    nothing, and the user believes it does (an error under `--strict`, as every warning is)."""
+    lists = {"allow_tools": config.policy.allow_tools, "deny_tools": config.policy.deny_tools,
+             "admin_tools": config.policy.admin_tools, "deny_side_effect_tags": config.policy.deny_side_effect_tags}
+    for key, index, pattern in unmatched_policy_patterns(catalog.tools, lists):
+        what = "side-effect tag" if key == "deny_side_effect_tags" else "tool id or name"
+        diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"policy.{key}: {pattern!r} matches no {what} of the "
+                            f"{len(catalog.tools)} tools; check its spelling (globs: *, ?, [...])",
+                            pointer=f"/policy/{key}/{index}")

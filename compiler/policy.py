@@ -188,6 +188,32 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+UNMATCHED_POLICY_PATTERN = "TC326"
+"""warning: a `policy` name or pattern matches no tool (a deny rule that matches nothing protects nothing)."""
+
+
+def unmatched_policy_patterns(tools: Iterable[Tool], lists: Mapping[str, Iterable[str]]) -> list[tuple[str, int, str]]:
+    """(key, index, pattern) of every pattern in `lists` that matches no tool, matched as the generated router
+    matches it: `allow_tools` exactly, `deny_tools` and `admin_tools` also case-folded (the safe side), and
+    `deny_side_effect_tags` against the tools' side-effect tags."""
+    tools = list(tools)
+    names = [(tool.id, tool.name) for tool in tools]
+    folded = [tuple(_fold(name) for name in pair) for pair in names]
+    tags = {tag for tool in tools for tag in tool.side_effects}
+    unmatched: list[tuple[str, int, str]] = []
+    for key, patterns in lists.items():
+        for index, pattern in enumerate(patterns):
+            if key == "deny_side_effect_tags":
+                found = any(fnmatch.fnmatchcase(tag, pattern) for tag in tags)
+            else:
+                found = any(fnmatch.fnmatchcase(name, pattern) for pair in names for name in pair) or (
+                    key != "allow_tools"
+                    and any(fnmatch.fnmatchcase(name, _fold(pattern)) for pair in folded for name in pair))
+            if not found:
+                unmatched.append((key, index, pattern))
+    return unmatched
+
+
 @dataclass(frozen=True, slots=True)
 class RiskAssessment:
     """An OpenAPI operation's risk, side effects and read-only flag, with why when not the method alone."""

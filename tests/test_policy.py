@@ -3,10 +3,15 @@ summary (issue 21)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from compiler.ir import RiskLevel
 from compiler.policy import RiskAssessment, operation_risk, overridden
+from tests.support.cli import run_toolc
+from tests.support.paths import FIXTURES
 
 LOW, MEDIUM, HIGH, CRITICAL = RiskLevel.LOW, RiskLevel.MEDIUM, RiskLevel.HIGH, RiskLevel.CRITICAL
 
@@ -58,3 +63,21 @@ def test_the_project_file_sets_risk_and_read_only_either_way_and_says_so() -> No
     assert overridden(plain, risk=(LOW, "*"), read_only=(True, "*")) is plain  # saying what is inferred: no reason
     written = overridden(plain, risk=None, read_only=(False, "getPet"))
     assert written.side_effects == ("network.http", "remote.write") and written.read_only is False
+
+
+def test_policy_patterns_that_match_no_tool_are_warned_as_the_router_matches_them(tmp_path: Path) -> None:
+    """A deny rule that matches nothing protects nothing: TC326 for each, at its pointer, through the CLI; an
+    error under --strict. Deny and admin patterns match case-folded (as the router's safe side), allow exactly."""
+    shutil.copy(FIXTURES / "openapi" / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / "toolc.yaml").write_text(
+        "openapi:\n  - {id: p, path: params.yaml}\npolicy:\n"
+        "  deny_tools: ['*delte*', '*PET*']\n  allow_tools: ['listpets', 'listPets']\n  admin_tools: ['nope']\n"
+        "  deny_side_effect_tags: ['remote.write', 'remote.nuke']\n")
+    result = run_toolc("compile", "-c", tmp_path / "toolc.yaml", "--no-codegen")
+    assert result.exit_code == 0, result.stderr
+    warned = sorted(line.split(": warning[TC326]")[0].strip() for line in result.stderr.splitlines()
+                    if "warning[TC326]" in line)
+    assert warned == ["/policy/admin_tools/0", "/policy/allow_tools/0", "/policy/deny_side_effect_tags/1",
+                      "/policy/deny_tools/0"]
+    assert "'*delte*' matches no tool id or name" in result.stderr
+    assert run_toolc("compile", "-c", tmp_path / "toolc.yaml", "--no-codegen", "--strict").exit_code == 1
