@@ -24,6 +24,7 @@ from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
+from compiler.preset_secrets import warn_literal_secret_presets
 from compiler.progress import Progress
 from compiler.providers.emit import emit_providers
 from compiler.providers.fit import emit_fit
@@ -181,6 +182,7 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         _out_of_memory(diagnostics, config, "while reading the sources")
         return Build(config=config, catalog=build_catalog((), diagnostics), resolver=resolver,
                      diagnostics=diagnostics, targets=chosen)
+    warn_literal_secret_presets(config, diagnostics)
     progress.step(f"catalog.json: {len(catalog.tools)} tools")
     # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations, the
     # collector stops rescanning its millions of objects (a third of lowering time on Microsoft Graph) and

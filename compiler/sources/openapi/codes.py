@@ -39,3 +39,6 @@ AMBIGUOUS_PRESET = "TC316"
 BAD_PRESET = "TC317"
 """error: a preset that cannot be applied (no such path variable, no object body, a credential's key, CR/LF in a
 header or cookie value, not JSON data)."""
+CREDENTIAL_PARAMETER = "TC319"
+"""info: parameters that carry the API's credential (a `token` beside an OAuth scheme, an API key's own key): hidden
+from the model and filled by the router from the credential; counted once per source."""
