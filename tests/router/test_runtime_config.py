@@ -17,10 +17,12 @@ import pytest
 
 from compiler.config import Config, OpenApiConfig
 from compiler.diagnostics import Diagnostics, Severity
+from compiler.ir import Catalog, McpBinding, Source, Tool
 from compiler.loading import load_document
 from compiler.pipeline import compile_project
 from tests.servers.raw_http import RawRecorder, RawRequest
 from tests.support.paths import FIXTURES
+from tests.support.router import load_router, make_build, probe_server, write_router
 from tests.support.wire import FROZEN, audited_as_refused, generated_router, read_catalog
 
 DOCUMENT = FIXTURES / "openapi" / "runtime_config.yaml"
@@ -71,6 +73,13 @@ def only(recorder: RawRecorder, result: Any) -> RawRequest:
     return recorder.requests[0]
 
 
+def echo_headers(request: RawRequest) -> bytes:
+    """A server that answers with the request's header lines (one that echoes what it was sent)."""
+    payload = json.dumps([line.decode("latin-1") for line in request.header_lines]).encode()
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+
+
 def query(request: RawRequest) -> list[tuple[str, str]]:
     return [(unquote(key), unquote(value)) for key, value in request.query_pairs]
 
@@ -100,7 +109,8 @@ class TestBaseUrlOverride:
         request = only(recorder, await call(rt, "getStatus", {}, environ))
         assert request.request_line == b"GET /mock/status HTTP/1.1"
 
-    @pytest.mark.parametrize("value", ["file:///etc/passwd", "javascript:alert(1)", "127.0.0.1:80", "http://"])
+    @pytest.mark.parametrize("value", ["file:///etc/passwd", "javascript:alert(1)", "127.0.0.1:80", "http://",
+                                       "http://127.0.0.1:9/x\r\nX-Evil: 1", "http://127.0.0.1:9/a b"])
     async def test_an_override_that_is_no_http_url_is_refused_by_name(self, compiled: Any, recorder: RawRecorder,
                                                                        value: str) -> None:
         rt = compiled(chat())
@@ -139,11 +149,19 @@ class TestEnvInPresets:
         assert ("channel", "${TOOLC_CHAT_OAUTH}") in query(request)
         assert TOKEN not in dict(query(request))["channel"]
 
-    async def test_an_expanded_preset_value_is_redacted_from_errors(self, compiled: Any,
-                                                                    recorder: RawRecorder) -> None:
+    async def test_an_expanded_preset_value_is_redacted_like_a_credential(self, compiled: Any,
+                                                                          recorder: RawRecorder) -> None:
         rt = compiled(chat(base_url=recorder.url, fixed_params={
             "listMessages": {"header": {"X-Team": "${CHAT_TEAM}"}}}))
         assert "CHAT_TEAM" in rt._tables.SECRET_ENV
+        recorder.respond = echo_headers
+        try:
+            result = await call(rt, "listMessages", {}, {**CREDENTIAL, "CHAT_TEAM": "team-secret-42"})
+        finally:
+            recorder.respond = None
+        assert recorder.last.headers("x-team") == ["team-secret-42"]  # sent as it is
+        text = json.dumps([result.content, result.structured])
+        assert "team-secret-42" not in text and "[REDACTED]" in text  # the server's echo is redacted
 
 
 class TestSecretLookingPresets:
@@ -294,3 +312,35 @@ class TestEnvironmentListing:
                 "TOOLC_AUDIT_DB", "TOOLC_AUDIT_DSN"} <= lines, text
         assert "https://api.example.invalid/v1" in text  # what the override replaces
         assert "bearer token" in text.lower() and "X-API-Key" in text
+
+
+class TestEnvInMcpPresets:
+    """An MCP tool's preset reads `${NAME}` on every call too; the model's arguments are never expanded."""
+
+    async def test_an_mcp_preset_reference_reaches_the_server_expanded(self, tmp_path: Path) -> None:
+        received: list[dict[str, str]] = []
+        server = probe_server()
+
+        @server.tool()
+        def file_note(text: str, folder: str) -> str:
+            received.append({"text": text, "folder": folder})
+            return "filed"
+
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        tool = Tool(id="mcp:probe:file_note", source="probe", name="file_note", description="file a note",
+                    input_schema=schema, binding=McpBinding(server="probe", tool_name="file_note"),
+                    fixed_params={"folder": "${NOTE_FOLDER}"})
+        catalog = Catalog(sources=(Source(id="probe", kind="mcp", location="probe"),), tools=(tool,))
+        with load_router(write_router(make_build(catalog), tmp_path)) as rt:
+            assert "NOTE_FOLDER" in rt._tables.SECRET_ENV
+            for environ in ({"NOTE_FOLDER": "inbox-7"}, {}):
+                router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ=environ)
+                router.set_server_factory("probe", lambda: server)
+                result = await router.call_tool("mcp:probe:file_note", {"text": "${NOTE_FOLDER}"},
+                                                context=rt.InvocationContext(**FROZEN))
+                await router.aclose()
+                if environ:
+                    assert not result.is_error, result.error
+                else:
+                    assert result.is_error and "NOTE_FOLDER" in (result.error or ""), result.error
+        assert received == [{"text": "${NOTE_FOLDER}", "folder": "inbox-7"}]

@@ -27,6 +27,7 @@ from ._types import HttpApiSpec, HttpSpec, RouterError
 
 logger = logging.getLogger(__name__)
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_NOT_URL_TEXT = re.compile(r"[\x00-\x20\x7f]")
 _said_anonymous: set[str] = set()
 """APIs whose optional security went out without a credential, already said (once per process)."""
 
@@ -53,6 +54,8 @@ def base_url_for(api: HttpApiSpec, own: str | None, environ: Mapping[str, str]) 
 
 
 def _http_url(url: str) -> bool:
+    if _NOT_URL_TEXT.search(url):
+        return False  # urlsplit would quietly drop a CR, LF or tab; a space is no URL's either
     try:
         parts = urlsplit(url)
     except ValueError:
