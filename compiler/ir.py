@@ -84,9 +84,16 @@ class HttpArgument:
     kind: str | None = None
     """The schema's one JSON type (`string`, `integer`, `number`, `boolean`, `array`, `object`), None when it has
     several or none: the router never spreads an object or array given where the schema says primitive."""
-    credential: str | None = None
-    """The security scheme whose credential this parameter carries (a chat API's `token` beside its OAuth scheme):
-    hidden from the model, filled by the router from the credential."""
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialArgument(HttpArgument):
+    """A parameter that carries the API's credential (a chat API's `token` beside its OAuth scheme): hidden from the
+    model, filled by the router from the scheme's credential. A subclass rather than a field of `HttpArgument`, so
+    every other argument encodes (and hashes into the lock) exactly as before."""
+
+    credential: str = ""
+    """The security scheme whose credential fills it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.build import Build
 from compiler.config import PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
-from compiler.ir import HttpBinding, McpBinding, RiskLevel, Tool
+from compiler.ir import CredentialArgument, HttpBinding, McpBinding, RiskLevel, Tool
 from compiler.serialize import compact_json
 from compiler.sources.mcp_env import looks_secret
 
@@ -177,7 +177,7 @@ def _http_row(binding: HttpBinding, api_base: str | None, source_id: str) -> dic
             {"name": a.name, "wire_name": a.wire_name, "location": a.location, "required": a.required,
              "style": a.style, "explode": a.explode, "whole_body": a.whole_body, "content_type": a.content_type,
              "allow_reserved": a.allow_reserved, "required_in_body": a.required_in_body, "kind": a.kind,
-             "credential": a.credential}
+             "credential": a.credential if isinstance(a, CredentialArgument) else None}
             for a in binding.arguments
         ],
         "body_content_type": binding.body_content_type,

@@ -9,17 +9,17 @@ its scheme is among the operation's security alternatives and
 - it is a query, header or cookie parameter named `token` or `access_token` (RFC 6750's query name) and the
   scheme is a bearer-token one (`oauth2`, `openIdConnect`, `http` `bearer`).
 
-Such a parameter leaves the model's schema and records its scheme (`HttpArgument.credential`); the router fills it
+Such a parameter leaves the model's schema and records its scheme (`CredentialArgument`); the router fills it
 from the scheme's credential (`TOOLC_<API>_<SCHEME>`) and refuses a model argument naming it. A preset on the
 parameter wins (it was pinned first). Reported once per source (TC319, info).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
 
 from compiler.diagnostics import Diagnostics
-from compiler.ir import HttpArgument, HttpBinding, SecurityScheme, Tool
+from compiler.ir import CredentialArgument, HttpArgument, HttpBinding, SecurityScheme, Tool
 from compiler.sources.openapi.codes import CREDENTIAL_PARAMETER
 from compiler.sources.openapi.parameters import Field
 from compiler.sources.openapi.presets import credential_key
@@ -27,6 +27,7 @@ from compiler.sources.openapi.presets import credential_key
 TOKEN_NAMES = frozenset({"token", "access_token"})
 _BEARER_TYPES = frozenset({"oauth2", "openIdConnect"})
 _LOCATIONS = ("query", "header", "cookie")
+_ARGUMENT_FIELDS = tuple(field.name for field in dataclasses.fields(HttpArgument))
 
 
 def credential_parameters(fields: list[Field], security: tuple[tuple[SecurityScheme, ...], ...],
@@ -52,18 +53,20 @@ def _is_bearer(scheme: SecurityScheme) -> bool:
 
 
 def with_credential(argument: HttpArgument, scheme: str | None) -> HttpArgument:
-    return argument if scheme is None else replace(argument, credential=scheme)
+    if scheme is None:
+        return argument
+    return CredentialArgument(**{name: getattr(argument, name) for name in _ARGUMENT_FIELDS}, credential=scheme)
 
 
 def report_credential_parameters(tools: list[Tool], diagnostics: Diagnostics, location: str) -> None:
     """One TC319 per source: how many operations declare a credential as a parameter, and which."""
     carried = sorted({(argument.location, argument.wire_name, argument.credential) for tool in tools
                       if isinstance(tool.binding, HttpBinding) for argument in tool.binding.arguments
-                      if argument.credential is not None})
+                      if isinstance(argument, CredentialArgument)})
     if not carried:
         return
     count = sum(1 for tool in tools if isinstance(tool.binding, HttpBinding)
-                and any(argument.credential is not None for argument in tool.binding.arguments))
+                and any(isinstance(argument, CredentialArgument) for argument in tool.binding.arguments))
     which = ", ".join(f"{where} {name!r} (scheme {scheme!r})" for where, name, scheme in carried)
     diagnostics.info(CREDENTIAL_PARAMETER, f"{count} operation(s) declare the credential as a parameter: {which}; "
                      "hidden from the model, the router fills it from the scheme's credential", source=location)
