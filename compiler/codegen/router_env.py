@@ -23,7 +23,9 @@ _HEADER = """\
 
 def env_example(apis: Iterable[Mapping[str, Any]], servers: Iterable[Mapping[str, Any]],
                 tools: Iterable[Mapping[str, Any]], policy: Mapping[str, Any], audit_dsn: str | None) -> bytes:
-    sections = [_api_section(api) for api in apis]
+    tools = list(tools)
+    carried = _credential_parameters(tools)
+    sections = [_api_section(api, carried) for api in apis]
     sections.append(_preset_section(tools))
     sections.extend(_server_section(server) for server in servers)
     sections.append(_router_section(policy, audit_dsn))
@@ -34,7 +36,18 @@ def _entry(name: str, purpose: str, needed: bool) -> str:
     return f"# {purpose}\n{'' if needed else '# '}{name}=\n"
 
 
-def _api_section(api: Mapping[str, Any]) -> str:
+def _credential_parameters(tools: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    """(API, scheme) → the parameters its credential fills (`location 'name'`)."""
+    carried: dict[tuple[str, str], set[str]] = {}
+    for tool in tools:
+        for argument in (tool["http"] or {}).get("arguments", ()):
+            if argument.get("credential"):
+                carried.setdefault((tool["source"], argument["credential"]), set()).add(
+                    f"{argument['location']} {argument['wire_name']!r}")
+    return carried
+
+
+def _api_section(api: Mapping[str, Any], carried: Mapping[tuple[str, str], set[str]]) -> str:
     variable = api["base_url_env"]
     base = api["base_url"]
     if base.startswith(f"${{{variable}}}"):
@@ -47,8 +60,10 @@ def _api_section(api: Mapping[str, Any]) -> str:
     lines = [f"# --- HTTP API {api['id']} ---\n", server]
     for scheme, reference in sorted(api["auth"].items()):
         described = api["schemes"].get(scheme, {})
+        parameters = sorted(carried.get((api["id"], scheme), ()))
+        also = f" Also fills the parameter(s) {', '.join(parameters)}." if parameters else ""
         for name in _REFERENCE.findall(reference):
-            lines.append(_entry(name, f"Credential of security scheme {scheme!r}: {_credential_use(described)} "
+            lines.append(_entry(name, f"Credential of security scheme {scheme!r}: {_credential_use(described)}{also} "
                                 "Unset: its operations are refused (sent without one where the document makes "
                                 "security optional).", needed=True))
     return "".join(lines)

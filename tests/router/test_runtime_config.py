@@ -312,6 +312,7 @@ class TestEnvironmentListing:
                 "TOOLC_AUDIT_DB", "TOOLC_AUDIT_DSN"} <= lines, text
         assert "https://api.example.invalid/v1" in text  # what the override replaces
         assert "bearer token" in text.lower() and "X-API-Key" in text
+        assert "query 'token'" in text and "header 'token'" in text  # the parameters the OAuth token fills
 
 
 class TestEnvInMcpPresets:
