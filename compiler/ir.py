@@ -87,6 +87,16 @@ class HttpArgument:
 
 
 @dataclass(frozen=True, slots=True)
+class CredentialArgument(HttpArgument):
+    """A parameter that carries the API's credential (a chat API's `token` beside its OAuth scheme): hidden from the
+    model, filled by the router from the scheme's credential. A subclass rather than a field of `HttpArgument`, so
+    every other argument encodes (and hashes into the lock) exactly as before."""
+
+    credential: str = ""
+    """The security scheme whose credential fills it."""
+
+
+@dataclass(frozen=True, slots=True)
 class SecurityScheme:
     """An OpenAPI security scheme, enough for the router to attach credentials from config/env."""
 

@@ -32,6 +32,7 @@ from compiler.emit import emit_catalog
 from compiler.ir import Catalog, Source, Tool
 from compiler.output import OutputFolder, write_tree
 from compiler.policy import UNMATCHED_POLICY_PATTERN, unmatched_policy_patterns
+from compiler.preset_secrets import warn_literal_secret_presets
 from compiler.progress import Progress
 from compiler.providers.emit import emit_providers
 from compiler.providers.fit import emit_fit
@@ -193,6 +194,7 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         _out_of_memory(diagnostics, config, "while reading the sources")
         return Build(config=config, catalog=build_catalog((), diagnostics), resolver=resolver,
                      diagnostics=diagnostics, targets=chosen)
+    warn_literal_secret_presets(config, diagnostics)
     progress.step(f"catalog.json: {len(catalog.tools)} tools")
     _warn_unmatched_policy(config, catalog, diagnostics)
     # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations, the

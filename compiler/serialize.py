@@ -11,6 +11,7 @@ import orjson
 from compiler.ir import (
     Annotations,
     Catalog,
+    CredentialArgument,
     HttpArgument,
     HttpBinding,
     McpBinding,
@@ -53,6 +54,17 @@ def _shallow(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
             if (value := getattr(obj, name)) is not None and not (value is False and name in _OMIT_FALSE)}
 
 
+def _argument_to_json(argument: HttpArgument) -> dict[str, Any]:
+    data = _shallow(argument, _ARGUMENT_FIELDS)
+    if isinstance(argument, CredentialArgument):
+        data["credential"] = argument.credential
+    return data
+
+
+def _argument_from_json(data: Mapping[str, Any]) -> HttpArgument:
+    return CredentialArgument(**data) if "credential" in data else HttpArgument(**data)
+
+
 def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
     if isinstance(binding, McpBinding):
         return {"kind": "mcp", "server": binding.server, "tool_name": binding.tool_name}
@@ -63,7 +75,7 @@ def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
         "base_url": binding.base_url,
         "body_content_type": binding.body_content_type,
         **({"body_required": True} if binding.body_required else {}),
-        "arguments": [_shallow(argument, _ARGUMENT_FIELDS) for argument in binding.arguments],
+        "arguments": [_argument_to_json(argument) for argument in binding.arguments],
         "security": [[_shallow(s, _SCHEME_FIELDS) for s in alternative] for alternative in binding.security],
     }
 
@@ -115,7 +127,7 @@ def _binding_from_json(data: Mapping[str, Any]) -> McpBinding | HttpBinding:
         base_url=data["base_url"],
         body_content_type=data.get("body_content_type"),
         body_required=data.get("body_required", False),
-        arguments=tuple(HttpArgument(**argument) for argument in data["arguments"]),
+        arguments=tuple(_argument_from_json(argument) for argument in data["arguments"]),
         security=tuple(tuple(SecurityScheme(**s) for s in alt) for alt in data.get("security", [])),
     )
 

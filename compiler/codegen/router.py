@@ -24,6 +24,7 @@ import orjson
 from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
+from compiler.codegen.router_env import env_example
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import name_maps
 from compiler.codegen.router_serve import serve_file
@@ -78,17 +79,19 @@ def router_context(build: Build) -> dict[str, object]:
     for row in rows:
         row["aliases"] = aliases.get(row["id"], ())
     policy = policy_table(build.config.policy, build.diagnostics)
+    dsn = audit_dsn(build.config.audit, build.diagnostics)
     return {
         "project": build.config.name,
         "policy": policy,
-        "secret_env": secret_env(servers, apis, policy["admin_token_env"]),
+        "secret_env": secret_env(servers, apis, policy["admin_token_env"], rows),
         "servers": servers,
         "apis": apis,
         "tools": rows,
         "name_maps": maps,
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
-        "audit_dsn": audit_dsn(build.config.audit, build.diagnostics),
+        "audit_dsn": dsn,
+        "env_example": env_example(apis, servers, rows, policy, dsn),
         "targets": tuple(sorted(build.targets)),
         "tables_json": tables_file(rows, maps),
     }
@@ -106,6 +109,9 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
     files[f"{PACKAGE}/py.typed"] = b""
+    example = context["env_example"]
+    assert isinstance(example, bytes)
+    files[f"{PACKAGE}/.env.example"] = example
     tables_json = context["tables_json"]
     assert isinstance(tables_json, bytes)
     files[f"{PACKAGE}/_tables.json"] = tables_json

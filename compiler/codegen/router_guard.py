@@ -88,9 +88,12 @@ def policy_aliases(tools: Iterable[Tool], provider_names: Mapping[str, Iterable[
 
 
 def secret_env(servers: Iterable[Mapping[str, Any]], apis: Iterable[Mapping[str, Any]],
-               admin_token_env: str) -> tuple[str, ...]:
-    """Every variable a server's env or headers, or an API's credentials, read (their values are secrets)."""
+               admin_token_env: str, tools: Iterable[Mapping[str, Any]] = ()) -> tuple[str, ...]:
+    """Every variable a server's env or headers, an API's credentials, or a tool's presets read (their values are
+    secrets: a preset `${API_TOKEN}` is as secret as a credential)."""
     names = {admin_token_env}
+    for tool in tools:
+        names.update(preset_references(tool["fixed_params"]))
     for server in servers:
         for value in (*server["env"].values(), *server["headers"].values()):
             names.update(_REFERENCE.findall(value))
@@ -98,3 +101,14 @@ def secret_env(servers: Iterable[Mapping[str, Any]], apis: Iterable[Mapping[str,
         for value in api["auth"].values():
             names.update(_REFERENCE.findall(value))
     return tuple(sorted(names))
+
+
+def preset_references(value: Any) -> set[str]:
+    """The variables `${NAME}` references in a preset value (its strings, not its keys) name."""
+    if isinstance(value, str):
+        return set(_REFERENCE.findall(value))
+    if isinstance(value, Mapping):
+        return set().union(*(preset_references(item) for item in value.values()))
+    if isinstance(value, list | tuple):
+        return set().union(*(preset_references(item) for item in value))
+    return set()

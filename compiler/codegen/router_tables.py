@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.build import Build
 from compiler.config import PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
-from compiler.ir import HttpBinding, McpBinding, RiskLevel, Tool
+from compiler.ir import CredentialArgument, HttpBinding, McpBinding, RiskLevel, Tool
 from compiler.serialize import compact_json
 from compiler.sources.mcp_env import looks_secret
 
@@ -126,14 +126,18 @@ def api_rows(build: Build, tools: list[Tool]) -> list[dict[str, Any]]:
         elif resolved_url(base_url, source_id) != base_url:
             build.diagnostics.warning(NO_BASE_URL, f"relative server URL {base_url!r}: the router resolves it "
                                       f"against the origin in ${{{variable}}}", source=source_id)
-        schemes = sorted({scheme.name for binding in bindings for alternative in binding.security
-                          for scheme in alternative})
+        described = {scheme.name: {"type": scheme.type, "scheme": scheme.scheme, "location": scheme.location,
+                                   "param_name": scheme.param_name}
+                     for binding in bindings for alternative in binding.security for scheme in alternative}
+        schemes = sorted(described)
         rows.append({
             "id": source_id,
             "base_url": resolved_url(base_url, source_id),
             "timeout_ms": 30_000,
             "deny_side_effect_tags": (),
             "auth": {scheme: f"${{{env_name(source_id, scheme)}}}" for scheme in schemes},
+            "base_url_env": variable,
+            "schemes": {name: described[name] for name in schemes},
         })
     return rows
 
@@ -172,7 +176,8 @@ def _http_row(binding: HttpBinding, api_base: str | None, source_id: str) -> dic
         "arguments": [
             {"name": a.name, "wire_name": a.wire_name, "location": a.location, "required": a.required,
              "style": a.style, "explode": a.explode, "whole_body": a.whole_body, "content_type": a.content_type,
-             "allow_reserved": a.allow_reserved, "required_in_body": a.required_in_body, "kind": a.kind}
+             "allow_reserved": a.allow_reserved, "required_in_body": a.required_in_body, "kind": a.kind,
+             "credential": a.credential if isinstance(a, CredentialArgument) else None}
             for a in binding.arguments
         ],
         "body_content_type": binding.body_content_type,
@@ -227,7 +232,8 @@ TABLES_FORMAT = 1
 _TOOL_DEFAULTS: dict[str, Any] = {"side_effects": [], "fixed_params": {}, "mcp_tool": None, "http": None, "aliases": []}
 _HTTP_DEFAULTS: dict[str, Any] = {"body_content_type": None, "security": [], "base_url": None, "body_required": False}
 _ARG_DEFAULTS: dict[str, Any] = {"required": False, "style": None, "explode": None, "whole_body": False,
-                                 "content_type": None, "allow_reserved": False, "required_in_body": False, "kind": None}
+                                 "content_type": None, "allow_reserved": False, "required_in_body": False, "kind": None,
+                                 "credential": None}
 _SCHEME_DEFAULTS: dict[str, Any] = {"scheme": None, "location": None, "param_name": None}
 """The defaults of `ToolSpec`, `HttpSpec`, `HttpArg` and `AuthScheme` (templates/router/static/_types.py): a value
 equal to its field's default is left out of `_tables.json` (tests/router/test_tables.py checks the two agree)."""

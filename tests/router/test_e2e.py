@@ -50,7 +50,7 @@ def rt(tmp_path: Path) -> Iterator[Any]:
 
 @pytest.fixture
 def router(rt: Any, tmp_path: Path, http_api: str) -> Iterator[Any]:
-    environ = {**os.environ, "PARAMS_API_URL": http_api, "TOOLC_PARAMS_APIKEY": "k-123"}
+    environ = {**os.environ, "PARAMS_API_URL": http_api, "TOOLC_PARAMS_APIKEY": "k-123", "TOOLC_PARAMS_BEARER": "b-456"}
     router = rt.configure(rt.Router(audit_sink=rt.SqliteAuditSink(tmp_path / "audit.db"), environ=environ))
     yield router
     router.audit.close()
@@ -111,7 +111,7 @@ async def test_two_openapi_operations_over_http(rt: Any, router: Any) -> None:
     listed = await rt.call_tool("openapi:params:listPets", {"limit": 5}, context=context)
     assert not listed.is_error
     assert Recorder.requests[-1]["query"] == [("limit", "5")] and Recorder.requests[-1]["method"] == "GET"
-    assert "authorization" not in Recorder.requests[-1]["headers"]  # no bearer credential configured
+    assert Recorder.requests[-1]["headers"]["authorization"] == "Bearer b-456"  # the document's default scheme
 
     created = await rt.call_tool("openapi:params:createPets", {"body": [{"name": "a"}, {"name": "b"}]},
                                  context=context)

@@ -283,13 +283,14 @@ class TestPathEncodings:
 # 4b. Headers ----------------------------------------------------------------------------------------------------------
 
 class TestHeaders:
-    """Withstood: a parameter a hostile document declares under the credential's header name (in another case) is
-    refused at run time, and a `content`-typed header carries its JSON with CR/LF and non-ASCII escaped, as one
+    """Withstood: a parameter a hostile document declares under the credential's header name (in another case)
+    carries the credential: hidden from the model and refused as an unknown argument, and a `content`-typed header carries its JSON with CR/LF and non-ASCII escaped, as one
     header."""
 
     @pytest.mark.parametrize("value", ["ATTACKER", HEADER_KEY, ""])
     async def test_an_argument_cannot_set_the_credential_header(self, h: Harness, value: str) -> None:
-        h.refused(await h.call("headers", {"x-api-key": value}), "credential")
+        # The parameter carries the credential (issue 21): hidden from the model, refused as an unknown argument.
+        h.refused(await h.call("headers", {"x-api-key": value}), "/x-api-key", "unexpected argument")
 
     async def test_content_typed_header_cannot_inject(self, h: Harness) -> None:
         result = await h.call("headers", {"X-Filter": {"a": "x\r\nX-Evil: 1", "b": "\u00e9", "c": "\x00"}})

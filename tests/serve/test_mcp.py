@@ -170,7 +170,7 @@ def inspector(*args: str, project: Path, environ: dict[str, str]) -> Any:
         pytest.skip("the MCP Inspector is not installed: npm ci --prefix tests/servers")
     env = {**environ, "MCP_CATALOG_PATH": str(project.parent / "inspector-catalog.json")}
     # The Inspector starts the server with a minimal environment: pass on what the served project reads.
-    passed = [arg for key in ("PATH", "PARAMS_API_URL", "TOOLC_PARAMS_APIKEY")
+    passed = [arg for key in ("PATH", "PARAMS_API_URL", "TOOLC_PARAMS_APIKEY", "TOOLC_PARAMS_BEARER")
               for arg in ("-e", f"{key}={environ[key]}")]
     command = [str(INSPECTOR), "--cli", *passed, *args, "--transport", "stdio", "--", sys.executable,
                *serve_args(project)]

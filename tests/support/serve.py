@@ -25,6 +25,8 @@ from tests.support.paths import FIXTURES
 
 SPEC_HASH = "sha256:served"
 API_KEY = "k-served-123456"
+BEARER = "bearer-for-params"
+"""The token of the document's default scheme: a call without it is refused (issue 21)."""
 PRESETS = {"session": "s-fixed", "dryRun": True}
 """updatePet's preset parameters (a cookie and a query parameter), hidden from the model, merged by the router."""
 
@@ -52,7 +54,8 @@ def write_project(folder: Path, node: str) -> Path:
 
 def serve_env(api_url: str, **extra: str) -> dict[str, str]:
     environ = {key: value for key, value in os.environ.items() if not key.startswith("TOOLC_")}
-    return {**environ, "PARAMS_API_URL": api_url, "TOOLC_PARAMS_APIKEY": API_KEY, **extra}
+    return {**environ, "PARAMS_API_URL": api_url, "TOOLC_PARAMS_APIKEY": API_KEY, "TOOLC_PARAMS_BEARER": BEARER,
+            **extra}
 
 
 def serve_args(project: Path, *extra: str) -> list[str]:

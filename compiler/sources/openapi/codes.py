@@ -42,3 +42,6 @@ header or cookie value, not JSON data)."""
 UNMATCHED_RISK_GLOB = "TC325"
 """warning: a `risk` or `read_only` glob of an `openapi:` entry in the project file that matches no tool of the source
 (a typo must not leave a tool at the risk the user meant to change)."""
+CREDENTIAL_PARAMETER = "TC319"
+"""info: parameters that carry the API's credential (a `token` beside an OAuth scheme, an API key's own key): hidden
+from the model and filled by the router from the credential; counted once per source."""

@@ -22,6 +22,7 @@ from compiler.sources.openapi.codes import (
     DUPLICATE_OPERATION_ID,
     MISSING_OPERATION_ID,
 )
+from compiler.sources.openapi.credentials import credential_parameters, with_credential
 from compiler.sources.openapi.document import Context, Skip, first_server, security_for
 from compiler.sources.openapi.parameters import (
     Body,
@@ -33,7 +34,7 @@ from compiler.sources.openapi.parameters import (
     request_body,
     swagger_body,
 )
-from compiler.sources.openapi.presets import resolve_presets
+from compiler.sources.openapi.presets import SourceWidePresets, resolve_presets, with_source_wide
 from compiler.sources.openapi.schema_dialect import pointer
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -140,8 +141,10 @@ def _tool_id(ctx: Context, name: str) -> str:
     return f"openapi:{ctx.source_id}:{name}"
 
 
-def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> Tool:
-    """One operation → one Tool; raises Skip after reporting why it cannot be one."""
+def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any],
+               source_wide: SourceWidePresets | None = None) -> Tool:
+    """One operation → one Tool; raises Skip after reporting why it cannot be one. `source_wide`: the presets for
+    every operation (`fixed_params: {"*": ...}`), and the record of those applied."""
     tool = _tool_id(ctx, operation.name)
     op = operation.op
     if operation.lost:
@@ -175,7 +178,11 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
     security = security_for(ctx, op["security"] if "security" in op else ctx.document.get("security"),
                             at + "/security" if "security" in op else "/security", tool)
     has_object_body = body is not None and not any(field.whole_body for field in fields)
+    if source_wide is not None:
+        fixed = with_source_wide(fixed, source_wide.presets, fields, source_wide.applied)
     presets, hidden = resolve_presets(ctx, fields, fixed, security, has_object_body, tool, at)
+    credentials = credential_parameters(fields, security, hidden)
+    hidden |= set(credentials)
     properties: JsonObject = {}
     required: list[str] = []
     for field in fields:
@@ -201,7 +208,8 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any]) -> 
         method=method,
         path=operation.path,
         base_url=_base_url(ctx, op, operation.path_item, tool, at, operation.item_where),
-        arguments=tuple(_argument(ctx, field) for field in fields),  # pinned ones too: the wire keeps their style
+        # pinned ones too (the wire keeps their style), and those a credential fills
+        arguments=tuple(with_credential(_argument(ctx, field), credentials.get(id(field))) for field in fields),
         body_content_type=body.content_type if body is not None else None,
         body_required=body is not None and body.required,
         security=security,

@@ -19,6 +19,7 @@ JSON-like data.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -126,3 +127,75 @@ def _has_line_break(value: Any) -> bool:
         return any(_has_line_break(v) for v in value)
     return False
 
+
+
+SOURCE_WIDE = "*"
+"""The `fixed_params` key whose presets apply to every operation of the source."""
+_ADDABLE = ("header", "query", "cookie")
+
+
+@dataclasses.dataclass
+class SourceWidePresets:
+    """`fixed_params["*"]` of one source, and the entries some operation took (`with_source_wide`)."""
+
+    presets: Mapping[str, Any]
+    applied: set[str] = dataclasses.field(default_factory=set)
+
+
+def with_source_wide(own: Mapping[str, Any], every: Mapping[str, Any], fields: list[Field],
+                     applied: set[str]) -> dict[str, Any]:
+    """The operation's own presets plus the source-wide ones (`fixed_params: {"*": ...}`) that fit it: a layered
+    header, query or cookie goes to every operation; a layered path or body entry, or a flat one by argument name,
+    only where the operation has that parameter or argument. The operation's own preset for the same key wins.
+    `applied` collects the source-wide entries that fit somewhere (`unapplied_source_wide` names the others)."""
+    merged = {key: dict(value) if _layered(key, value, fields) else value for key, value in own.items()}
+    if not every:
+        return merged
+    taken = _targets(own, fields)
+    for key, value in every.items():
+        if _layered(key, value, fields):
+            for wire_name, item in value.items():
+                wire = str(wire_name)
+                declared = any(f.location == key and f.wire_name == wire for f in fields)
+                if key in _ADDABLE or declared:
+                    applied.add(f"{key}.{wire}")
+                    if (key, _fold(key, wire)) not in taken:
+                        merged.setdefault(key, {})[wire] = item
+            continue
+        owner = next((f for f in fields if f.name == key), None)
+        if owner is None:
+            continue
+        applied.add(key)
+        if key not in own and (owner.location, _fold(owner.location, owner.wire_name)) not in taken:
+            merged[key] = value
+    return merged
+
+
+def unapplied_source_wide(every: Mapping[str, Any], applied: set[str]) -> list[str]:
+    """The source-wide entries no operation took (a preset is never dropped silently: TC312)."""
+    missing: list[str] = []
+    for key, value in every.items():
+        if key in LOCATIONS and isinstance(value, Mapping):
+            missing.extend(f"{key}.{wire}" for wire in map(str, value) if f"{key}.{wire}" not in applied)
+        elif key not in applied:
+            missing.append(key)
+    return missing
+
+
+def _layered(key: str, value: Any, fields: list[Field]) -> bool:
+    return key in LOCATIONS and isinstance(value, Mapping) and all(f.name != key for f in fields)
+
+
+def _fold(location: str, wire_name: str) -> str:
+    return wire_name.lower() if location == "header" else wire_name
+
+
+def _targets(own: Mapping[str, Any], fields: list[Field]) -> set[tuple[str, str]]:
+    """(location, wire name) of everything the operation's own presets pin."""
+    targets: set[tuple[str, str]] = set()
+    for key, value in own.items():
+        if _layered(key, value, fields):
+            targets.update((key, _fold(key, str(wire))) for wire in value)
+        else:
+            targets.update((f.location, _fold(f.location, f.wire_name)) for f in fields if f.name == key)
+    return targets

@@ -21,7 +21,9 @@ from compiler.sources.openapi.codes import (
     NOT_OPENAPI,
     NOT_SELECTED,
     OPERATION_SKIPPED,
+    UNKNOWN_FIXED_PARAM,
 )
+from compiler.sources.openapi.credentials import report_credential_parameters
 from compiler.sources.openapi.document import (
     Context,
     Skip,
@@ -31,6 +33,7 @@ from compiler.sources.openapi.document import (
     source_info,
 )
 from compiler.sources.openapi.operations import METHODS, assign_tool_names, build_tool, find_operations
+from compiler.sources.openapi.presets import SOURCE_WIDE, SourceWidePresets, unapplied_source_wide
 from compiler.sources.openapi.risk import apply_risk_settings
 from compiler.sources.openapi.schema_dialect import SchemaNormalizer
 
@@ -90,6 +93,7 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     allow = config.allow_tools if config is not None else ()
     deny = config.deny_tools if config is not None else ()
     fixed_params = config.fixed_params if config is not None else {}
+    source_wide = SourceWidePresets(fixed_params.get(SOURCE_WIDE, {}))
     tools: list[Tool] = []
     unselected = 0
     for operation in operations:
@@ -97,7 +101,7 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
             unselected += 1
             continue
         try:
-            tools.append(build_tool(ctx, operation, fixed_params.get(operation.name, {})))
+            tools.append(build_tool(ctx, operation, fixed_params.get(operation.name, {}), source_wide))
         except Skip:
             diagnostics.warning(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
                                 "see the diagnostic before this one", source=location,
@@ -106,6 +110,8 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
             diagnostics.warning(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
                                 "its schemas nest too deeply", source=location,
                                 tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
+    _report_unapplied(source_wide, diagnostics, location)
+    report_credential_parameters(tools, diagnostics, location)
     if unselected:
         diagnostics.info(NOT_SELECTED, f"{unselected} operation(s) left out by allow_tools/deny_tools",
                          source=location)
@@ -118,6 +124,14 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     schemas.finish()
     source = Source(id=source_id, kind="openapi", location=location, definitions=schemas.definitions, info=info)
     return source, tools
+
+
+def _report_unapplied(source_wide: SourceWidePresets, diagnostics: Diagnostics, location: str) -> None:
+    """A source-wide preset no operation took is an error, as a preset naming nothing is for one operation."""
+    for entry in unapplied_source_wide(source_wide.presets, source_wide.applied):
+        diagnostics.error(UNKNOWN_FIXED_PARAM, f"preset {entry!r} for every operation ({SOURCE_WIDE!r}) fits no "
+                          "operation: no argument of that name, nor a declared path parameter or body field",
+                          source=location)
 
 
 def _count_webhooks(document: Any) -> int:

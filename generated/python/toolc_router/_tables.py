@@ -229,6 +229,7 @@ HTTP_APIS: Final[Mapping[str, HttpApiSpec]] = {
         timeout_ms=30000,
         deny_side_effect_tags=(),
         auth={"apiKey": "${TOOLC_PARAMS_APIKEY}", "bearer": "${TOOLC_PARAMS_BEARER}"},
+        base_url_env="TOOLC_BASE_URL_PARAMS",
     ),
     "petstore": HttpApiSpec(
         id="petstore",
@@ -236,6 +237,7 @@ HTTP_APIS: Final[Mapping[str, HttpApiSpec]] = {
         timeout_ms=30000,
         deny_side_effect_tags=(),
         auth={},
+        base_url_env="TOOLC_BASE_URL_PETSTORE",
     ),
 }
 

@@ -35,6 +35,8 @@ class HttpArg:
     allow_reserved: bool = False
     required_in_body: bool = False
     kind: str | None = None
+    credential: str | None = None
+    """The security scheme whose credential fills this parameter (the model never sets it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +94,15 @@ class ServerSpec:
 
 @dataclass(frozen=True, slots=True)
 class HttpApiSpec:
-    """One OpenAPI source. `base_url` and `auth` values may hold `${ENV}` references."""
+    """One OpenAPI source. `base_url` and `auth` values may hold `${ENV}` references; `base_url_env` names the
+    variable that, when set, overrides every server of the source."""
 
     id: str
     base_url: str
     timeout_ms: int = 30_000
     deny_side_effect_tags: tuple[str, ...] = ()
     auth: Mapping[str, str] = field(default_factory=dict)
+    base_url_env: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ The flat arguments the model sent are put back where the operation wants them (p
 body, `HttpArg`) by `wire.build_request`, with the tool's presets (`fixed_params`, by location and wire name: the
 compiler resolved flat and layered ones) and the credentials. Each operation goes to its own server: the tool's
 `HttpSpec.base_url` when its operation or path item declares other `servers` than its document, else its API's
-`base_url`; both may be `${ENV}` references, expanded at call time, as are the credentials: nothing environment-
-specific is baked into the generated code.
+`base_url`; both may be `${ENV}` references, expanded at call time, as are the credentials and presets, and
+`TOOLC_BASE_URL_<API>` overrides them all (`environment.py`): nothing environment-specific is baked into the
+generated code.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 
 import httpx2
 
-from ._env import expand
 from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
+from .environment import base_url_for, credentials_for, expand_presets
 from .validate import json_problem
 from .wire import HttpRequest, build_request
 
@@ -27,18 +28,6 @@ MAX_RESPONSE_BYTES = 32 << 20
 """A response body (decoded) larger than this is refused: no tool result a model can read is that big."""
 MAX_RESPONSE_DEPTH = 200
 """Nesting of a JSON response read into `ToolResult.structured`; deeper stays text only."""
-
-
-def _credentials(api: HttpApiSpec, environ: Mapping[str, str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for scheme, reference in api.auth.items():
-        try:
-            value = expand(reference, environ)
-        except RouterError:
-            continue
-        if value:
-            found[scheme] = value
-    return found
 
 
 class HttpDispatcher:
@@ -56,15 +45,12 @@ class HttpDispatcher:
         # lists among the HTTP APIs.
         assert tool.http is not None
         api = self._apis[tool.source]
-        base_url = expand(tool.http.base_url or api.base_url, self._environ)
-        if not base_url:
-            raise RouterError(f"HTTP API {api.id!r} has no base URL")
         return build_request(
             tool.http,
-            base_url,
+            base_url_for(api, tool.http.base_url, self._environ),
             arguments,
-            tool.fixed_params,
-            _credentials(api, self._environ),
+            expand_presets(tool.fixed_params, self._environ),
+            credentials_for(api, tool.http, self._environ),
         )
 
     async def call(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> ToolResult:

@@ -41,6 +41,7 @@ from .audit import (
     AuditSink,
 )
 from .audit_pg import configured_sink
+from .environment import expand_value
 from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
@@ -400,7 +401,11 @@ class Router:
                 self._environ,
             )
         connection = self._connection(tool.source)
-        return mcp_result(await connection.call(tool.mcp_tool, arguments))
+        # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
+        presets = expand_value(dict(tool.fixed_params), self._environ)
+        return mcp_result(
+            await connection.call(tool.mcp_tool, {**arguments, **presets})
+        )
 
     def _connection(self, server_id: str) -> McpConnection:
         connection = self._connections.get(server_id)

@@ -421,6 +421,37 @@ def attach_credentials(
     return query, headers, cookies
 
 
+def credential_parameters(
+    spec: HttpSpec, credentials: Mapping[str, str]
+) -> dict[str, dict[str, str]]:
+    """The parameters the document declares for a credential (a chat API's `token` beside its OAuth scheme), by
+    location and wire name, filled from it; one under its scheme's own key is left to `attach_credentials`."""
+    schemes = {
+        scheme.name: scheme for alternative in spec.security for scheme in alternative
+    }
+    filled: dict[str, dict[str, str]] = {}
+    for arg in spec.arguments:
+        if arg.credential is None or arg.credential not in credentials:
+            continue
+        scheme = schemes.get(arg.credential)
+        key = arg.wire_name.lower() if arg.location == "header" else arg.wire_name
+        if scheme is not None and credential_key(scheme) == (arg.location, key):
+            continue
+        filled.setdefault(arg.location, {})[arg.wire_name] = credentials[arg.credential]
+    return filled
+
+
+def _merged(
+    presets: Mapping[str, Mapping[str, Any]], more: Mapping[str, Mapping[str, Any]]
+) -> Mapping[str, Mapping[str, Any]]:
+    if not more:
+        return presets
+    return {
+        location: {**presets.get(location, {}), **more.get(location, {})}
+        for location in (*presets, *(key for key in more if key not in presets))
+    }
+
+
 # --- the request --------------------------------------------------------------------------------------------------
 
 
@@ -526,8 +557,10 @@ def build_request(
     credentials: Mapping[str, str],
 ) -> HttpRequest:
     """The request for `arguments` (the model's, untrusted) plus `presets` and the credentials; RouterError when
-    anything can't be encoded by the rules, before anything is sent."""
-    by_name = {arg.name: arg for arg in spec.arguments}
+    anything can't be encoded by the rules, before anything is sent. A parameter the credential fills is no
+    argument the model may give: naming it is refused like any unknown argument."""
+    by_name = {arg.name: arg for arg in spec.arguments if arg.credential is None}
+    presets = _merged(presets, credential_parameters(spec, credentials))
     unknown = sorted(name for name in arguments if name not in by_name)
     if unknown:
         raise RouterError(
