@@ -4,6 +4,8 @@ transforms among them, its token cost for that provider and the toolsets it is i
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,28 @@ def find_tool(catalog: Catalog, wanted: str) -> Tool:
     matches = [t for t in catalog.tools if wanted in (t.name, f"{t.source}:{t.name}")]
     if len(matches) == 1:
         return matches[0]
-    hint = ("; candidates: " + ", ".join(t.id for t in matches[:10])) if matches else ""
+    if matches:
+        hint = "; candidates: " + ", ".join(t.id for t in matches[:10])
+    else:
+        near = close_matches(catalog.tools, wanted)
+        hint = f"; did you mean {' or '.join(repr(name) for name in near)}?" if near else ""
     raise CompilerError(Diagnostic(codes.UNKNOWN_TOOL, Severity.ERROR,
                                    f"no single tool {wanted!r} among {len(catalog.tools)} tools{hint}"))
+
+
+def _plain(name: str) -> str:
+    return "".join(character for character in name.casefold() if character.isalnum())
+
+
+def close_matches(tools: Sequence[Tool], wanted: str, limit: int = 3) -> list[str]:
+    """Tool names a person may have meant, compared without case and separators: the same letters first
+    (`get_users` for `get-users`), then the nearest spellings (`get_pets` for `getPet`)."""
+    by_plain: dict[str, str] = {}
+    for tool in sorted(tools, key=lambda tool: tool.id):
+        by_plain.setdefault(_plain(tool.name), tool.name)
+    plain = _plain(wanted)
+    spelt = difflib.get_close_matches(plain, sorted(by_plain), n=limit, cutoff=0.75)
+    return list(dict.fromkeys(by_plain[name] for name in ([plain] if plain in by_plain else []) + spelt))[:limit]
 
 
 def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target: str) -> dict[str, Any]:

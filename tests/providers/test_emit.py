@@ -88,7 +88,12 @@ def test_explain_shows_source_lowered_and_losses() -> None:
     data = json.loads(as_json.output)
     assert data["definition"]["name"] == "git_log" and data["source_schema"]["type"] == "object"
     missing = runner.invoke(main, ["explain", "nope", "-p", "anthropic", git])
-    assert missing.exit_code == 1 and "TC440" in missing.output
+    assert missing.exit_code == 1 and "TC440" in missing.output and "did you mean" not in missing.output
+    for typed in ("git-log", "GIT_LOG", "gitlog"):  # other separators or case: the tool meant, suggested
+        near = runner.invoke(main, ["explain", typed, "-p", "anthropic", git])
+        assert near.exit_code == 1 and "did you mean 'git_log'?" in near.output, near.output
+    spelt = runner.invoke(main, ["explain", "git_lgo", "-p", "anthropic", git])
+    assert "did you mean 'git_log'" in spelt.output
     bad = runner.invoke(main, ["explain", "git_log", "-p", "cohere", git])
     assert bad.exit_code == 2
 
