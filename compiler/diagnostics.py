@@ -117,8 +117,10 @@ class Diagnostics:
 class CompilerError(Exception):
     """The one root exception: raised only to abort, carrying the diagnostic that explains why."""
 
-    def __init__(self, diagnostic: Diagnostic, *more: Diagnostic) -> None:
+    def __init__(self, diagnostic: Diagnostic, *more: Diagnostic, usage: bool = False) -> None:
         super().__init__("\n".join(found.render() for found in (diagnostic, *more)))
         self.diagnostic = diagnostic
         self.diagnostics = (diagnostic, *more)
         """Every problem found before aborting (a project file's are all reported at once), the first first."""
+        self.usage = usage
+        """The command line asked for something that cannot be (exit 2, like a project-file error)."""

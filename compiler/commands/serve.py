@@ -69,7 +69,8 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
         try:
             http.bearer_token(host, os.environ)
         except http.ServeError as exc:
-            raise CompilerError(Diagnostic(REFUSED, Severity.ERROR, str(exc), source=f"--host {host}")) from None
+            raise CompilerError(Diagnostic(REFUSED, Severity.ERROR, str(exc), source=f"--host {host}"),
+                                usage=True) from None
     os.chdir(config.root)
     argv = ["--transport", transport, "--host", host, "--port", str(port), "--page-size", str(page_size),
             "--max-body", str(max_body), "--max-calls", str(max_calls),

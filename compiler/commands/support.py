@@ -105,7 +105,7 @@ def guarded(command: F) -> F:
         except CompilerError as exc:
             for diagnostic in exc.diagnostics:
                 click.echo(diagnostic.render(), err=True)
-            sys.exit(EXIT_USAGE if exc.diagnostic.code.startswith("TC1") else EXIT_FAILED)
+            sys.exit(EXIT_USAGE if exc.usage or exc.diagnostic.code.startswith("TC1") else EXIT_FAILED)
         except KeyboardInterrupt:
             # Before click's own handler ("Aborted!", exit 1): output is built aside and swapped in at the end,
             # so an interrupted command never changed it.

@@ -160,7 +160,7 @@ def test_non_loopback_bind_without_a_token_never_starts(project: Path, api: str)
     run = subprocess.run([sys.executable, *serve_args(project, "--transport", "http", "--host", "0.0.0.0",
                                                       "--port", str(port))],
                          env=serve_env(api), cwd=project.parent, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 1 and "error[TC680]" in run.stderr and "TOOLC_SERVE_TOKEN" in run.stderr
+    assert run.returncode == 2 and "error[TC680]" in run.stderr and "TOOLC_SERVE_TOKEN" in run.stderr  # a usage error (README: exit 2)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
