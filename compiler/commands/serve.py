@@ -4,7 +4,7 @@ deployment runs `python -m toolc_router.serve` without toolc; this command finds
 output folder and starts it from the project's folder (where the relative server commands and the audit
 database are).
 
-    toolc serve [-c toolc.yaml] [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [--spec-hash H]
+    toolc serve [-c toolc.yaml | --out DIR] [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [--spec-hash H]
 
     TC680 error  the server refuses to start: a non-loopback --host without a bearer token in TOOLC_SERVE_TOKEN
                  (or a token shorter than 16 characters)
@@ -53,17 +53,23 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
               help="Invocation mode every call runs in (policy gate 2).")
 @click.option("--spec-hash", help="The frozen spec's hash: lets execution mode run high-risk tools (gate 3).")
 @click.option("--project-id", help="The project the calls belong to (gate 4).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Serve the output folder a compile wrote (`toolc compile PATH... --out DIR`), without a project "
+                   "file.")
 @guarded
 def serve_command(config_path: Path, transport: str, host: str, port: int, page_size: int, max_body: int,
-                  max_calls: int, mode: str, spec_hash: str | None, project_id: str | None) -> None:
-    """Serve the project's compiled tools through its policy-checked router (run `toolc compile` first)."""
-    config = load_project(config_path)
-    python_dir = (config.output_dir / "python").resolve()
+                  max_calls: int, mode: str, spec_hash: str | None, project_id: str | None,
+                  out_dir: Path | None) -> None:
+    """Serve the project's compiled tools through its policy-checked router (run `toolc compile` first), or the
+    output folder of an ad-hoc compile with --out."""
+    output_dir, root, compile_hint = _what_to_serve(config_path, out_dir)
+    python_dir = (output_dir / "python").resolve()
     package = python_dir / PACKAGE
     missing = [name for name in ("serve.py", "_serve.json", "_schemas.json") if not (package / name).is_file()]
     if missing:
         raise CompilerError(Diagnostic(NOT_COMPILED, Severity.ERROR, f"no served router here ({', '.join(missing)} "
-                                       "missing): run `toolc compile` with codegen on first", source=str(package)))
+                                       f"missing): run `{compile_hint}` first (with codegen on)",
+                                       source=str(package)))
     serve, http = _import_package(python_dir)
     if transport == "http":
         try:
@@ -71,10 +77,23 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
         except http.ServeError as exc:
             raise CompilerError(Diagnostic(REFUSED, Severity.ERROR, str(exc), source=f"--host {host}"),
                                 usage=True) from None
-    os.chdir(config.root)
+    os.chdir(root)
     argv = ["--transport", transport, "--host", host, "--port", str(port), "--page-size", str(page_size),
             "--max-body", str(max_body), "--max-calls", str(max_calls),
-            "--schemas-dir", str((config.output_dir / "schemas").resolve()), "--mode", mode]
+            "--schemas-dir", str((output_dir / "schemas").resolve()), "--mode", mode]
     argv += ["--spec-hash", spec_hash] if spec_hash else []
     argv += ["--project-id", project_id] if project_id else []
     sys.exit(serve.main(argv))
+
+
+def _what_to_serve(config_path: Path, out_dir: Path | None) -> tuple[Path, Path, str]:
+    """(output folder, folder to run in, the compile that makes the folder): an ad-hoc compile's output runs where
+    the command was started; a project's, in the project's folder (its relative server commands and audit file)."""
+    if out_dir is not None:
+        return out_dir.resolve(), Path.cwd(), f"toolc compile PATH... --out {out_dir}"
+    if not config_path.exists():
+        raise click.UsageError(f"no project file {config_path}: name one with -c FILE, or serve the output folder an "
+                               "ad-hoc compile wrote with `toolc serve --out DIR` (after `toolc compile PATH... "
+                               "--out DIR`)")
+    config = load_project(config_path)
+    return config.output_dir, config.root, f"toolc compile -c {config_path}"
