@@ -10,8 +10,10 @@ full, a trigger that refuses) refuses every call, the first one included: no que
 later. The router records `policy_decision` and `tool_invocation_start` in one transaction (`emit_many`). Commits
 use `synchronous=NORMAL` in WAL mode: they survive a crash of the process; pass `synchronous="FULL"` to also
 survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) run on a
-helper thread with its own connection, so no call waits for one. A custom sink implements `AuditSink`
-(`emit_many` is optional).
+helper thread with its own connection. A passive one every `CHECKPOINT_EVERY` commits keeps no call waiting, but
+under a flood it never catches up (each commit lands behind it), so once the WAL holds more than `wal_limit`
+bytes the helper truncates it, and writers wait those few milliseconds; an idle second also truncates it, so
+disk taken by a burst is given back. A custom sink implements `AuditSink` (`emit_many` is optional).
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 128
-"""Commits between two WAL checkpoints (made on the helper thread, never by a caller)."""
+"""Commits between two passive WAL checkpoints (made on the helper thread, never by a caller)."""
+WAL_LIMIT = 4 * 1024 * 1024
+"""Bytes of WAL past which the helper truncates it, making writers wait (SQLite's own default: 1,000 pages)."""
+IDLE_CHECKPOINT_S = 1.0
+"""Seconds without a commit after which the WAL is truncated (the disk a burst took is given back)."""
+CHECKPOINT_BUSY_MS = 250
+"""How long a truncating checkpoint waits for a reader or writer before trying again later."""
 
 INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
@@ -104,11 +112,21 @@ class MemoryAuditSink:
 class SqliteAuditSink:
     """One connection, opened on first use; every `emit` is a committed transaction before it returns."""
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        wal_limit: int = WAL_LIMIT,
+    ) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError("synchronous must be NORMAL, FULL or EXTRA")
+        if wal_limit < 0:
+            raise ValueError("wal_limit must not be negative")
         self.path = Path(path)
         self._synchronous = synchronous.upper()
+        self.wal_limit = wal_limit
+        """Bytes of WAL past which it is truncated, writers waiting (`WAL_LIMIT`)."""
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._closed = False
@@ -166,6 +184,8 @@ class SqliteAuditSink:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA synchronous={self._synchronous}")
             connection.execute("PRAGMA wal_autocheckpoint=0")
+            # A WAL restarted after a checkpoint is cut back to this size (else it keeps its largest size).
+            connection.execute(f"PRAGMA journal_size_limit={self.wal_limit}")
             connection.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             connection.close()
@@ -181,17 +201,23 @@ class SqliteAuditSink:
         return connection
 
     def _checkpoints(self) -> None:
-        """Checkpoint the WAL when asked, on a connection of its own (PASSIVE: writers never wait for it)."""
+        """Checkpoint the WAL on a connection of its own: passive when asked (writers never wait for it), and
+        truncating once the WAL passes `wal_limit` or the sink has been idle for `IDLE_CHECKPOINT_S`."""
         connection: sqlite3.Connection | None = None
+        truncated_at = 0  # the commit count when the WAL was last truncated
         try:
             while True:
-                self._checkpoint.wait()
+                asked = self._checkpoint.wait(IDLE_CHECKPOINT_S)
                 self._checkpoint.clear()
                 if self._closed:
                     return
+                commits = self._commits
+                if not asked and commits == truncated_at:
+                    continue  # idle, and nothing written since the WAL was given back
                 try:
-                    connection = connection or sqlite3.connect(self.path)
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    connection = connection or self._checkpoint_connection()
+                    if self._checkpoint_once(connection, idle=not asked):
+                        truncated_at = commits
                 except sqlite3.Error:
                     logger.debug(
                         "audit checkpoint failed; the WAL grows until the next one",
@@ -200,6 +226,23 @@ class SqliteAuditSink:
         finally:
             if connection is not None:
                 connection.close()
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=CHECKPOINT_BUSY_MS / 1000)
+        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_BUSY_MS}")
+        return connection
+
+    def _checkpoint_once(self, connection: sqlite3.Connection, *, idle: bool) -> bool:
+        """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle)."""
+        if not idle:
+            _, frames, _ = connection.execute(
+                "PRAGMA wal_checkpoint(PASSIVE)"
+            ).fetchone()
+            page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+            if frames * page_size <= self.wal_limit:
+                return False
+        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
 
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:
