@@ -11,9 +11,11 @@ later. The router records `policy_decision` and `tool_invocation_start` in one t
 use `synchronous=NORMAL` in WAL mode: they survive a crash of the process; pass `synchronous="FULL"` to also
 survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) run on a
 helper thread with its own connection. A passive one every `CHECKPOINT_EVERY` commits keeps no call waiting, but
-under a flood it never catches up (each commit lands behind it), so once the WAL holds more than `wal_limit`
-bytes the helper truncates it, and writers wait those few milliseconds; an idle second also truncates it, so
-disk taken by a burst is given back. A custom sink implements `AuditSink` (`emit_many` is optional).
+under a flood it never catches up (each commit lands behind it, so the WAL never restarts), so once the WAL
+file passes `wal_limit` bytes the helper truncates it while holding the writers' lock (they wait those few
+milliseconds; SQLite's busy loop would let a flood starve it); an idle second also truncates it, so the disk a
+burst took is given back. The WAL stays within `wal_limit` plus `CHECKPOINT_EVERY` commits (about 2 MiB).
+A custom sink implements `AuditSink` (`emit_many` is optional).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ WAL_LIMIT = 4 * 1024 * 1024
 IDLE_CHECKPOINT_S = 1.0
 """Seconds without a commit after which the WAL is truncated (the disk a burst took is given back)."""
 CHECKPOINT_BUSY_MS = 250
-"""How long a truncating checkpoint waits for a reader or writer before trying again later."""
+"""How long a truncating checkpoint waits for another process's reader before trying again later."""
 
 INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
@@ -233,16 +235,26 @@ class SqliteAuditSink:
         return connection
 
     def _checkpoint_once(self, connection: sqlite3.Connection, *, idle: bool) -> bool:
-        """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle)."""
-        if not idle:
-            _, frames, _ = connection.execute(
-                "PRAGMA wal_checkpoint(PASSIVE)"
+        """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle).
+
+        A WAL file past `wal_limit` has not restarted since it grew there (a restart cuts it back to the limit):
+        passive checkpoints are not catching up, so it is truncated at once."""
+        if not idle and self._wal_size() <= self.wal_limit:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return False
+        with self._lock:  # writers wait here, not in SQLite's busy loop: a flood would starve the checkpoint
+            if self._closed:
+                return True
+            busy, _, _ = connection.execute(
+                "PRAGMA wal_checkpoint(TRUNCATE)"
             ).fetchone()
-            page_size = connection.execute("PRAGMA page_size").fetchone()[0]
-            if frames * page_size <= self.wal_limit:
-                return False
-        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return not busy
+
+    def _wal_size(self) -> int:
+        try:
+            return self.path.with_name(self.path.name + "-wal").stat().st_size
+        except OSError:
+            return 0
 
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:
