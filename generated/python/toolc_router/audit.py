@@ -9,13 +9,13 @@ so the router sends nothing until its start event is stored, and a database that
 full, a trigger that refuses) refuses every call, the first one included: no queue or writer thread decides it
 later. The router records `policy_decision` and `tool_invocation_start` in one transaction (`emit_many`). Commits
 use `synchronous=NORMAL` in WAL mode: they survive a crash of the process; pass `synchronous="FULL"` to also
-survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) run on a
-helper thread with its own connection. A passive one every `CHECKPOINT_EVERY` commits keeps no call waiting, but
-under a flood it never catches up (each commit lands behind it, so the WAL never restarts), so once the WAL
-file passes `wal_limit` bytes the helper truncates it while holding the writers' lock (they wait those few
-milliseconds; SQLite's busy loop would let a flood starve it); an idle second also truncates it, so the disk a
-burst took is given back. The WAL stays within `wal_limit` plus `CHECKPOINT_EVERY` commits (about 2 MiB).
-A custom sink implements `AuditSink` (`emit_many` is optional).
+survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) are passive
+ones on a helper thread with its own connection, every `CHECKPOINT_EVERY` commits, so no call waits for them. A
+flood outruns them (each commit lands behind the checkpoint, so the WAL never restarts and only grows), so at
+those same commits the writer looks at the WAL file, and past `wal_limit` bytes that call truncates it (10-40 ms;
+the helper would have to win the lock from the flood first): the WAL stays within `wal_limit` plus
+`CHECKPOINT_EVERY` commits (about 2 MiB). An idle second also truncates it, so the disk a burst took is given
+back. A custom sink implements `AuditSink` (`emit_many` is optional).
 """
 
 from __future__ import annotations
@@ -31,13 +31,16 @@ from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 128
-"""Commits between two passive WAL checkpoints (made on the helper thread, never by a caller)."""
+"""Commits between two passive WAL checkpoints (made on the helper thread, never by a caller), and between two
+looks at the WAL's size."""
 WAL_LIMIT = 4 * 1024 * 1024
-"""Bytes of WAL past which the helper truncates it, making writers wait (SQLite's own default: 1,000 pages)."""
+"""Bytes of WAL past which a writer truncates it (SQLite's own autocheckpoint default: 1,000 pages)."""
 IDLE_CHECKPOINT_S = 1.0
 """Seconds without a commit after which the WAL is truncated (the disk a burst took is given back)."""
 CHECKPOINT_BUSY_MS = 250
 """How long a truncating checkpoint waits for another process's reader before trying again later."""
+WRITE_BUSY_MS = 5000
+"""How long a commit waits for another process holding the database (Python's default)."""
 
 INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
@@ -133,6 +136,8 @@ class SqliteAuditSink:
         self._connection: sqlite3.Connection | None = None
         self._closed = False
         self._commits = 0
+        self._checkpointing = threading.Lock()
+        """Held by a checkpoint: two at once, and one of them fails at once (SQLITE_BUSY)."""
         self._checkpoint = threading.Event()
         self._checkpointer: threading.Thread | None = None
 
@@ -156,6 +161,7 @@ class SqliteAuditSink:
                 ) from exc
             self._commits += 1
             if self._commits % CHECKPOINT_EVERY == 0:
+                self._truncate_if_over_limit(connection)
                 self._checkpoint.set()
 
     def flush(self) -> None:
@@ -176,7 +182,10 @@ class SqliteAuditSink:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level="DEFERRED"
+                self.path,
+                check_same_thread=False,
+                isolation_level="DEFERRED",
+                timeout=WRITE_BUSY_MS / 1000,
             )
         except (OSError, sqlite3.Error) as exc:
             raise RuntimeError(
@@ -204,7 +213,7 @@ class SqliteAuditSink:
 
     def _checkpoints(self) -> None:
         """Checkpoint the WAL on a connection of its own: passive when asked (writers never wait for it), and
-        truncating once the WAL passes `wal_limit` or the sink has been idle for `IDLE_CHECKPOINT_S`."""
+        truncating once the sink has been idle for `IDLE_CHECKPOINT_S`."""
         connection: sqlite3.Connection | None = None
         truncated_at = 0  # the commit count when the WAL was last truncated
         try:
@@ -235,26 +244,52 @@ class SqliteAuditSink:
         return connection
 
     def _checkpoint_once(self, connection: sqlite3.Connection, *, idle: bool) -> bool:
-        """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle).
-
-        A WAL file past `wal_limit` has not restarted since it grew there (a restart cuts it back to the limit):
-        passive checkpoints are not catching up, so it is truncated at once."""
-        if not idle and self._wal_size() <= self.wal_limit:
-            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle)."""
+        if not idle:
+            if (
+                self._wal_size() <= self.wal_limit
+            ):  # past it, the writer truncates: leave the WAL to it
+                with self._checkpointing:
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             return False
-        with self._lock:  # writers wait here, not in SQLite's busy loop: a flood would starve the checkpoint
-            if self._closed:
-                return True
-            busy, _, _ = connection.execute(
-                "PRAGMA wal_checkpoint(TRUNCATE)"
-            ).fetchone()
-        return not busy
+        with (
+            self._lock,
+            self._checkpointing,
+        ):  # idle: no writer waits long, and none slips in between
+            return self._closed or _truncate(connection)
+
+    def _truncate_if_over_limit(self, connection: sqlite3.Connection) -> None:
+        """Passive checkpoints are not catching up (a flood): this call truncates the WAL itself, once the
+        helper's passive checkpoint (if one is running) is done."""
+        if self._wal_size() > self.wal_limit:
+            with self._checkpointing:
+                _truncate(connection, restore_ms=WRITE_BUSY_MS)
 
     def _wal_size(self) -> int:
         try:
             return self.path.with_name(self.path.name + "-wal").stat().st_size
         except OSError:
             return 0
+
+
+def _truncate(connection: sqlite3.Connection, *, restore_ms: int | None = None) -> bool:
+    """Checkpoint the whole WAL and truncate it to 0 bytes; False when another process's reader kept it (the next
+    try comes later). Never raises: the commit before it stands either way."""
+    try:
+        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_BUSY_MS}")
+        try:
+            busy, _, _ = connection.execute(
+                "PRAGMA wal_checkpoint(TRUNCATE)"
+            ).fetchone()
+        finally:
+            if restore_ms is not None:
+                connection.execute(f"PRAGMA busy_timeout={restore_ms}")
+    except sqlite3.Error:
+        logger.debug(
+            "audit checkpoint failed; the WAL grows until the next one", exc_info=True
+        )
+        return False
+    return not busy
 
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:
