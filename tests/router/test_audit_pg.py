@@ -223,9 +223,12 @@ def test_two_thousand_concurrent_calls_from_four_processes_exiting_at_once_are_e
     assert PASSWORD not in errors
 
 
-def test_server_restart_mid_run_of_workers_exiting_at_once_loses_and_doubles_nothing(pg: PgServer, generated: Path, database: str) -> None:
-    expected = 2 * 600 * 3
-    workers = run_workers(generated, database, processes=2, calls=600, concurrency=10, delay=0.01)
+def test_server_restart_mid_run_of_workers_exiting_at_once_loses_and_doubles_nothing(
+        pg: PgServer, generated: Path, database: str) -> None:
+    # 4 x 500 calls at once, each tool call taking 50 ms (10 at a time per MCP server): the starts are stored at
+    # once, the ends trickle in for seconds, and the server crashes and comes back in between.
+    expected = 4 * 500 * 3
+    workers = run_workers(generated, database, processes=4, calls=500, concurrency=500, delay=0.05)
     deadline = time.monotonic() + 120
     seen = 0
     while seen < expected // 8 and time.monotonic() < deadline:
@@ -239,9 +242,8 @@ def test_server_restart_mid_run_of_workers_exiting_at_once_loses_and_doubles_not
     time.sleep(1.0)
     pg.start()
     results, errors = collect(workers)
-    assert len(results) == 1_200
+    assert len(results) == 2_000
     assert [r for r in results if r["error"]] == [], "no call may be refused for a restart shorter than retry_for"
-    assert all(r["ran"] for r in results)
     assert "audit database unavailable" in errors and "reachable again" in errors  # the outage was lived through
     assert_each_audited_once(database, results)
     assert PASSWORD not in errors
