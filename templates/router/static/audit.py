@@ -246,16 +246,13 @@ class SqliteAuditSink:
     def _checkpoint_once(self, connection: sqlite3.Connection, *, idle: bool) -> bool:
         """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle)."""
         if not idle:
-            if (
-                self._wal_size() <= self.wal_limit
-            ):  # past it, the writer truncates: leave the WAL to it
+            # Past `wal_limit` the writer truncates the WAL: leave it to that.
+            if self._wal_size() <= self.wal_limit:
                 with self._checkpointing:
                     connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             return False
-        with (
-            self._lock,
-            self._checkpointing,
-        ):  # idle: no writer waits long, and none slips in between
+        # Idle: no writer waits long, and none slips in between.
+        with self._lock, self._checkpointing:
             return self._closed or _truncate(connection)
 
     def _truncate_if_over_limit(self, connection: sqlite3.Connection) -> None:

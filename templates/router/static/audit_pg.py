@@ -195,10 +195,8 @@ class PostgresAuditSink:
             marker = _Request([], time.monotonic())
         self._queue.put(marker)
         while not concurrent.futures.wait([marker.done], timeout=0.5).done:
-            if (
-                not writer.is_alive()
-            ):  # `close` raced with this flush: the writer has finished everything
-                return
+            if not writer.is_alive():
+                return  # `close` raced with this flush: the writer has finished everything
 
     def close(self) -> None:
         with self._lock:
@@ -272,9 +270,8 @@ class PostgresAuditSink:
         waiting: list[_Request] = []
         for request in pending:
             if id(request) in left or (waiting and not request.rows):
-                waiting.append(
-                    request
-                )  # unwritten, or a marker behind an unwritten request
+                # Unwritten, or a marker behind an unwritten request.
+                waiting.append(request)
             elif not request.rows:
                 request.done.set_result(None)
         return waiting
