@@ -1,7 +1,8 @@
 """The PostgreSQL audit sink against a real server started for this module (tests/support/pg_server.py): the same rows
-as SQLite, schema created and migrated, 2,000 calls from four processes each audited exactly once, a server
-restart mid-run that loses and doubles nothing, an unreachable server refusing calls, and passwords that never
-reach an error or a log. Skipped only where no PostgreSQL can start (never on CI: there it fails)."""
+as SQLite, schema created and migrated, `flush()` waiting for what was queued before it, 2,000 calls from four
+processes that end with `os._exit` right after `aclose()` each audited exactly once, also across a server crash
+and restart mid-run, an unreachable server refusing calls, a refused login refusing them at once, and passwords
+that never reach an error or a log. Skipped only where no PostgreSQL can start (never on CI: there it fails)."""
 
 from __future__ import annotations
 
