@@ -1,7 +1,8 @@
 """The PostgreSQL audit sink against a real server started for this module (tests/support/pg_server.py): the same rows
-as SQLite, schema created and migrated, 2,000 calls from four processes each audited exactly once, a server
-restart mid-run that loses and doubles nothing, an unreachable server refusing calls, and passwords that never
-reach an error or a log. Skipped only where no PostgreSQL can start (never on CI: there it fails)."""
+as SQLite, schema created and migrated, `flush()` waiting for what was queued before it, 2,000 calls from four
+processes that end with `os._exit` right after `aclose()` each audited exactly once, also across a server crash
+and restart mid-run, an unreachable server refusing calls, a refused login refusing them at once, and passwords
+that never reach an error or a log. Skipped only where no PostgreSQL can start (never on CI: there it fails)."""
 
 from __future__ import annotations
 
@@ -149,13 +150,14 @@ async def test_close_then_flush_returns_and_emit_after_close_is_refused(rt: Any,
 
 
 def run_workers(generated: Path, dsn: str, processes: int, calls: int, concurrency: int, delay: float,
-                retry_for: float = 30.0) -> list[subprocess.Popen[str]]:
+                retry_for: float = 30.0, exit_mode: str = "exit") -> list[subprocess.Popen[str]]:
+    """Start the fleet; by default each worker ends with `os._exit` right after `Router.aclose()`."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = []
     for _ in range(processes):
         worker = subprocess.Popen(
             [sys.executable, "-m", "tests.support.audit_pg_worker", str(generated), str(calls), str(concurrency), str(delay),
-             str(retry_for)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+             str(retry_for), exit_mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             cwd=ROOT, env=environment)
         assert worker.stdin is not None
         worker.stdin.write(dsn)
@@ -189,10 +191,30 @@ def assert_each_audited_once(dsn: str, results: list[dict[str, Any]]) -> None:
     for invocation, event, _, _ in stored:
         order.setdefault(invocation, []).append(event)
     assert set(map(tuple, order.values())) == {EVENTS}
+    assert all(result["ran"] for result in results), "every call audited as started ran, and no other"
 
 
-def test_two_thousand_concurrent_calls_from_four_processes_are_each_audited_once(generated: Path,
-                                                                                   database: str) -> None:
+async def test_flush_returns_only_once_the_events_queued_before_it_are_stored(rt: Any, database: str) -> None:
+    sink = rt.PostgresAuditSink(database)
+    sink.emit(rt.AuditEvent("policy_decision", "first", "t", 1.0))  # connected and migrated
+    late = []
+    with psycopg.connect(database, autocommit=True) as reader:
+        for trial in range(100):
+            ends = [rt.AuditEvent("tool_invocation_end", f"t{trial}-{i}", "t", 1.0, payload={"status": "success"})
+                    for i in range(3)]
+            await asyncio.gather(*(sink.aemit_many([end]) for end in ends))  # deferred: returns before the commit
+            sink.flush()
+            (stored,) = reader.execute("SELECT count(*) FROM task_audits WHERE invocation_id LIKE %s",
+                                       (f"t{trial}-%",)).fetchone()
+            if stored != len(ends):
+                late.append(trial)
+    sink.close()
+    assert late == [], f"flush() returned before the events queued ahead of it were stored in {len(late)}/100 trials"
+
+
+def test_two_thousand_concurrent_calls_from_four_processes_exiting_at_once_are_each_audited_once(
+        generated: Path, database: str) -> None:
+    # Each worker ends with os._exit right after Router.aclose(): only what aclose() waited for can be stored.
     results, errors = collect(run_workers(generated, database, processes=4, calls=500, concurrency=500,
                                           delay=0.0))
     assert len(results) == 2_000
@@ -202,9 +224,12 @@ def test_two_thousand_concurrent_calls_from_four_processes_are_each_audited_once
     assert PASSWORD not in errors
 
 
-def test_server_restart_mid_run_loses_and_doubles_nothing(pg: PgServer, generated: Path, database: str) -> None:
-    expected = 2 * 600 * 3
-    workers = run_workers(generated, database, processes=2, calls=600, concurrency=10, delay=0.01)
+def test_server_restart_mid_run_of_workers_exiting_at_once_loses_and_doubles_nothing(
+        pg: PgServer, generated: Path, database: str) -> None:
+    # 4 x 500 calls at once, each tool call taking 50 ms (10 at a time per MCP server): the starts are stored at
+    # once, the ends trickle in for seconds, and the server crashes and comes back in between.
+    expected = 4 * 500 * 3
+    workers = run_workers(generated, database, processes=4, calls=500, concurrency=500, delay=0.05)
     deadline = time.monotonic() + 120
     seen = 0
     while seen < expected // 8 and time.monotonic() < deadline:
@@ -218,7 +243,7 @@ def test_server_restart_mid_run_loses_and_doubles_nothing(pg: PgServer, generate
     time.sleep(1.0)
     pg.start()
     results, errors = collect(workers)
-    assert len(results) == 1_200
+    assert len(results) == 2_000
     assert [r for r in results if r["error"]] == [], "no call may be refused for a restart shorter than retry_for"
     assert "audit database unavailable" in errors and "reachable again" in errors  # the outage was lived through
     assert_each_audited_once(database, results)
@@ -284,6 +309,22 @@ async def test_a_wrong_password_never_appears_in_an_error_or_a_log(
     assert reason in results[0].error
     text = every_text(caplog, capsys, results)
     assert wrong not in text
+
+
+async def test_a_refused_login_refuses_calls_at_once_and_a_corrected_one_is_used(rt: Any, pg: PgServer) -> None:
+    environ = {"AUDIT_PASSWORD": "Wr0ng-" + uuid.uuid4().hex[:8]}
+    sink = rt.PostgresAuditSink(pg.dsn("${AUDIT_PASSWORD}"), environ=environ, expand_env=True, retry_for=10.0)
+    router = rt.Router(audit_sink=sink)
+    router.set_server_factory("probe", probe_server)
+    started = time.monotonic()
+    refused = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
+    waited = time.monotonic() - started
+    assert refused.denied_by == "audit" and "password authentication failed" in refused.error
+    assert waited < 3.0, f"a refused login was retried like an outage for {waited:.1f} s (retry_for is 10 s)"
+    environ["AUDIT_PASSWORD"] = PASSWORD  # the operator fixes the secret: the next call logs in
+    accepted = await router.call_tool("mcp:probe:echo", {"text": "y"}, context=context(rt))
+    sink.close()
+    assert not accepted.is_error, accepted.error
 
 
 async def test_dsn_from_the_project_file_or_the_environment(pg: PgServer, database: str,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -83,3 +85,39 @@ async def test_sqlite_sink_is_safe_from_many_threads(tmp_path: Path) -> None:
         sink.close()
         with pytest.raises(RuntimeError, match="closed"):
             sink.emit(rt.AuditEvent("policy_decision", "late", "t", 0.0))
+
+
+def test_a_flood_of_commits_keeps_the_sqlite_wal_bounded_and_gives_it_back(tmp_path: Path) -> None:
+    """6,000 refused calls as fast as one thread can commit them (the rate of issue 22's flood, 88 MiB of WAL)."""
+    with load_router(write_router(make_build(probe_catalog()), tmp_path / "gen")) as rt:
+        database = tmp_path / "flood.db"
+        wal = tmp_path / "flood.db-wal"
+        sink = rt.SqliteAuditSink(database, wal_limit=2 * 1024 * 1024)
+        peak = 0
+        flooding = threading.Event()
+
+        def watch() -> None:
+            nonlocal peak
+            while flooding.is_set():
+                peak = max(peak, wal.stat().st_size if wal.exists() else 0)
+                time.sleep(0.002)
+
+        flooding.set()
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        for i in range(6_000):
+            reason = {"gate": "disabled", "reason": f"unknown tool 'no_such_tool_{i}'"}
+            sink.emit_many([rt.AuditEvent("policy_decision", f"i{i}", "no_such_tool", 0.0,
+                                          payload={"allowed": False, **reason}),
+                            rt.AuditEvent("policy_violation", f"i{i}", "no_such_tool", 0.0, payload=reason)])
+        flooding.clear()
+        watcher.join()
+        # The limit, plus the CHECKPOINT_EVERY commits (about 2 MiB) between two looks at the WAL's size.
+        assert peak <= 2 * 1024 * 1024 + 3 * 1024 * 1024, f"the WAL grew to {peak / 2**20:.1f} MiB"
+        deadline = time.monotonic() + 10
+        while wal.stat().st_size and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert wal.stat().st_size == 0, "an idle sink keeps its WAL"
+        sink.close()
+        with sqlite3.connect(database) as connection:
+            assert connection.execute("SELECT count(*) FROM task_audits").fetchone() == (12_000,)

@@ -12,13 +12,17 @@ request goes out, and a database that cannot take them refuses the call. The wri
 (up to `max_batch` events) into one transaction, so concurrent calls share a round trip and a WAL flush instead
 of queueing for one each; nothing is acknowledged before it is committed. The end event gates nothing (the call
 has run): it is queued and rides the next commit, and the caller does not wait for it (`wait_for_end=True` waits,
-as SQLite does, at one more WAL flush per call). `flush()` and `close()` wait for every queued event.
+as SQLite does, at one more WAL flush per call). `flush()` and `close()` wait for every queued event: a flush is
+answered only once every request queued ahead of it is committed or failed, so a process may exit (`os._exit`)
+right after `Router.aclose()`.
 
 Rows are the SQLite sink's `task_audits` rows (payload as jsonb), with a unique key on
 (invocation_id, event_type): a batch whose commit was lost with the connection is simply written again
 (`ON CONFLICT DO NOTHING`), so a server restart neither loses nor doubles an event. While the server is away the
 writer reconnects with backoff; a request still unwritten `retry_for` seconds after it was made fails: its call
-is refused (a queued end event is logged as lost, at ERROR, like the end of a process that died). Every message
+is refused (a queued end event is logged as lost, at ERROR, like the end of a process that died). A login the
+server refuses (wrong password, unknown role or database) is no outage: its calls are refused at once, and the
+next write logs in again (a corrected `${ENV}` variable is read then). Every message
 this module lets out goes through the router's redaction with the DSN's password and the DSN itself as secrets.
 """
 
@@ -90,6 +94,10 @@ class _Request:
 _STOP: Final = object()
 
 
+class _LoginRefused(Exception):
+    """The server refused the login (password, role or database): a setting to fix, not an outage to wait out."""
+
+
 class PostgresAuditSink:
     """Audit events to PostgreSQL; `emit_many` returns once they are committed (see the module docstring).
 
@@ -130,6 +138,7 @@ class PostgresAuditSink:
         self._closed = False
         self._connection: Any = None
         self._down_since: float | None = None
+        self._login_refused = False
         self._attempts = 0
         self.transactions = 0
         """Transactions committed so far (how far group commit shares them: see bench/bench_router.py)."""
@@ -182,9 +191,12 @@ class PostgresAuditSink:
         with self._lock:
             if self._closed or self._writer is None:
                 return
+            writer = self._writer
             marker = _Request([], time.monotonic())
         self._queue.put(marker)
-        marker.done.result()
+        while not concurrent.futures.wait([marker.done], timeout=0.5).done:
+            if not writer.is_alive():
+                return  # `close` raced with this flush: the writer has finished everything
 
     def close(self) -> None:
         with self._lock:
@@ -235,16 +247,45 @@ class PostgresAuditSink:
             if not pending:
                 item = self._queue.get()
                 if item is _STOP:
-                    return
+                    break
                 assert isinstance(item, _Request)
                 pending.append(item)
             stopping = self._take_waiting(pending) or stopping
-            markers = [r for r in pending if not r.rows]
-            pending = [r for r in pending if r.rows]
-            for marker in markers:
-                marker.done.set_result(None)
-            if pending:
-                pending = self._write(pending)
+            try:
+                pending = self._advance(pending)
+            except Exception as exc:  # the writer must outlive any bug: nothing may wait on it for ever
+                logger.exception(
+                    "audit writer failed; its pending requests are refused"
+                )
+                _fail(pending, f"audit writer failed ({type(exc).__name__})")
+                _answer_markers(pending)
+                pending = []
+        self._drain()
+
+    def _advance(self, pending: list[_Request]) -> list[_Request]:
+        """Write the events in `pending`, then answer the flush markers with nothing unwritten queued ahead of
+        them; returns what waits for the next attempt, in queue order."""
+        writes = [request for request in pending if request.rows]
+        left = {id(request) for request in self._write(writes)} if writes else set()
+        waiting: list[_Request] = []
+        for request in pending:
+            if id(request) in left or (waiting and not request.rows):
+                # Unwritten, or a marker behind an unwritten request.
+                waiting.append(request)
+            elif not request.rows:
+                request.done.set_result(None)
+        return waiting
+
+    def _drain(self) -> None:
+        """After the stop sentinel: answer a `flush` and refuse a request that raced with `close`."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Request):
+                _fail([item], "audit sink is closed")
+                _answer_markers([item])
 
     def _take_waiting(self, pending: list[_Request]) -> bool:
         """Move waiting requests into `pending` (up to `max_batch` events); True if the stop sentinel came."""
@@ -276,6 +317,10 @@ class PostgresAuditSink:
             RouterError
         ) as exc:  # a DSN variable unset or holding a line break: nothing to retry
             _fail(pending, self._scrub(str(exc)))
+            return []
+        except _LoginRefused as exc:  # waiting would not help: refused now, logged in again on the next write
+            self._report_login_refused(str(exc))
+            _fail(pending, f"audit database refused the login ({exc})")
             return []
         except psycopg.Error as exc:
             if isinstance(exc, psycopg.OperationalError) or (
@@ -309,6 +354,7 @@ class PostgresAuditSink:
                 time.monotonic() - self._down_since,
             )
             self._down_since, self._attempts = None, 0
+        self._login_refused = False
         for request in pending:
             if not request.done.done():
                 request.done.set_result(None)
@@ -355,7 +401,14 @@ class PostgresAuditSink:
                 connect_timeout=self._connect_timeout,
                 application_name="toolc-router",
             )
-        except psycopg.OperationalError:
+        except psycopg.OperationalError as exc:
+            # libpq gives no SQLSTATE for a failed login, but says whether the server asked for a password: a
+            # server that asked and then refused (wrong password, unknown role or database) is up, and refuses.
+            attempt = getattr(exc, "pgconn", None)
+            if attempt is not None and (
+                attempt.used_password or attempt.needs_password
+            ):
+                raise _LoginRefused(self._describe(exc)) from None
             raise
         except psycopg.Error as exc:  # a malformed DSN: its message may quote the DSN, so none of it is shown
             raise RouterError(
@@ -391,6 +444,14 @@ class PostgresAuditSink:
                         "INSERT INTO toolc_audit_schema (version) VALUES (%s)",
                         (version,),
                     )
+
+    def _report_login_refused(self, reason: str) -> None:
+        if not self._login_refused:
+            self._login_refused = True
+            logger.warning(
+                "audit database refused the login (%s): calls are refused until it accepts one",
+                reason,
+            )
 
     def _close_connection(self) -> None:
         connection, self._connection = self._connection, None
@@ -463,8 +524,14 @@ def _psycopg(pending: list[_Request]) -> Any:
 
 def _fail(requests: Sequence[_Request], message: str) -> None:
     for request in requests:
-        if not request.done.done():
+        if request.rows and not request.done.done():
             request.done.set_exception(RuntimeError(message))
+
+
+def _answer_markers(requests: Sequence[_Request]) -> None:
+    for request in requests:
+        if not request.rows and not request.done.done():
+            request.done.set_result(None)
 
 
 def _text(value: str) -> str:

@@ -19,7 +19,9 @@ cached (jsonschema, in the dialect the schema declares, 2020-12 by default).
                        infinity: JSON has no such values, and a serializer would send `null` or fail) are refused
 
 `problem(tool_id, arguments)` returns None when the arguments fit, else a message that names the first argument
-at fault by JSON pointer (`/page_size: 'ten' is not of type 'integer'`).
+at fault by JSON pointer (`/page_size: 'ten' is not of type 'integer'`). `refusal` gives that message and the
+one the audit keeps, which quotes the schema, never the value (`/page_size: fails type 'integer'`): argument
+values are not recorded, and a flood of large ones must not grow the audit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import math
 import re
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ SCHEMAS_FILE = Path(__file__).with_name("_schemas.json")
 _OPEN_KEYWORDS = ("additionalProperties", "unevaluatedProperties")
 _COMBINERS = ("allOf", "anyOf", "oneOf")
 _MAX_MESSAGE = 300
+_MAX_AUDITED_KEYWORD = 80
 MAX_DEPTH = 64
 _LEAVES = frozenset({str, int, bool, type(None)})
 _NO_REMOTE: Registry[Any] = Registry()
@@ -160,6 +164,34 @@ def _where(value: Any, max_depth: int) -> str:
     return "/: not plain JSON data"
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why arguments are refused: `shown` to the caller (it may quote their value), `audited` without it."""
+
+    shown: str
+    audited: str
+
+    @classmethod
+    def same(cls, message: str) -> Refusal:
+        """A message that quotes no value (names, pointers and the schema only) serves both."""
+        return cls(message, message)
+
+
+def _refuse(error: ValidationError) -> Refusal:
+    return Refusal(_describe(error), _describe_without_value(error))
+
+
+def _describe_without_value(error: ValidationError) -> str:
+    """The failing keyword and its schema value (short), not the instance: jsonschema's message quotes it."""
+    where = _pointer(error.absolute_path) or "/"
+    if error.validator == "required":
+        return _describe(error)  # names the missing argument, quotes no value
+    expected = repr(error.validator_value)
+    if len(expected) > _MAX_AUDITED_KEYWORD:
+        expected = expected[:_MAX_AUDITED_KEYWORD] + "…"
+    return f"{where}: fails {error.validator} {expected}"
+
+
 def _describe(error: ValidationError) -> str:
     where = _pointer(error.absolute_path)
     if (
@@ -189,11 +221,17 @@ class ArgumentValidator:
         self._checkers: dict[str, _Checker] = {}
 
     def problem(self, tool_id: str, arguments: Any) -> str | None:
+        refusal = self.refusal(tool_id, arguments)
+        return None if refusal is None else refusal.shown
+
+    def refusal(self, tool_id: str, arguments: Any) -> Refusal | None:
         if not isinstance(arguments, Mapping):
-            return f"/: arguments must be a JSON object, not {type(arguments).__name__}"
+            return Refusal.same(
+                f"/: arguments must be a JSON object, not {type(arguments).__name__}"
+            )
         plain = json_problem(arguments)
         if plain is not None:
-            return plain
+            return Refusal.same(plain)
         try:
             checker = self._checker(tool_id)
             unknown = (
@@ -214,7 +252,9 @@ class ArgumentValidator:
                     for key in named[:5]
                 )
                 more = f" and {len(named) - 5} more" if len(named) > 5 else ""
-                return f"{where}{more}: unexpected argument (not in the tool's input schema)"
+                return Refusal.same(
+                    f"{where}{more}: unexpected argument (not in the tool's input schema)"
+                )
             if checker.validator.is_valid(arguments):
                 return None
             error = best_match(checker.validator.iter_errors(arguments))
@@ -222,8 +262,10 @@ class ArgumentValidator:
             logger.debug(
                 "the input schema of %s cannot be checked", tool_id, exc_info=True
             )
-            return "/: the tool's input schema cannot be checked; refused (fail closed)"
-        return _describe(error) if error is not None else None
+            return Refusal.same(
+                "/: the tool's input schema cannot be checked; refused (fail closed)"
+            )
+        return _refuse(error) if error is not None else None
 
     def _checker(self, tool_id: str) -> _Checker:
         checker = self._checkers.get(tool_id)

@@ -9,9 +9,13 @@ so the router sends nothing until its start event is stored, and a database that
 full, a trigger that refuses) refuses every call, the first one included: no queue or writer thread decides it
 later. The router records `policy_decision` and `tool_invocation_start` in one transaction (`emit_many`). Commits
 use `synchronous=NORMAL` in WAL mode: they survive a crash of the process; pass `synchronous="FULL"` to also
-survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) run on a
-helper thread with its own connection, so no call waits for one. A custom sink implements `AuditSink`
-(`emit_many` is optional).
+survive a power cut (one fsync per call). WAL checkpoints (the one step that syncs the database file) are passive
+ones on a helper thread with its own connection, every `CHECKPOINT_EVERY` commits, so no call waits for them. A
+flood outruns them (each commit lands behind the checkpoint, so the WAL never restarts and only grows), so at
+those same commits the writer looks at the WAL file, and past `wal_limit` bytes that call truncates it (10-40 ms;
+the helper would have to win the lock from the flood first): the WAL stays within `wal_limit` plus
+`CHECKPOINT_EVERY` commits (about 2 MiB). An idle second also truncates it, so the disk a burst took is given
+back. A custom sink implements `AuditSink` (`emit_many` is optional).
 """
 
 from __future__ import annotations
@@ -27,7 +31,16 @@ from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 128
-"""Commits between two WAL checkpoints (made on the helper thread, never by a caller)."""
+"""Commits between two passive WAL checkpoints (made on the helper thread, never by a caller), and between two
+looks at the WAL's size."""
+WAL_LIMIT = 4 * 1024 * 1024
+"""Bytes of WAL past which a writer truncates it (SQLite's own autocheckpoint default: 1,000 pages)."""
+IDLE_CHECKPOINT_S = 1.0
+"""Seconds without a commit after which the WAL is truncated (the disk a burst took is given back)."""
+CHECKPOINT_BUSY_MS = 250
+"""How long a truncating checkpoint waits for another process's reader before trying again later."""
+WRITE_BUSY_MS = 5000
+"""How long a commit waits for another process holding the database (Python's default)."""
 
 INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
@@ -104,15 +117,27 @@ class MemoryAuditSink:
 class SqliteAuditSink:
     """One connection, opened on first use; every `emit` is a committed transaction before it returns."""
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        wal_limit: int = WAL_LIMIT,
+    ) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError("synchronous must be NORMAL, FULL or EXTRA")
+        if wal_limit < 0:
+            raise ValueError("wal_limit must not be negative")
         self.path = Path(path)
         self._synchronous = synchronous.upper()
+        self.wal_limit = wal_limit
+        """Bytes of WAL past which it is truncated, writers waiting (`WAL_LIMIT`)."""
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._closed = False
         self._commits = 0
+        self._checkpointing = threading.Lock()
+        """Held by a checkpoint: two at once, and one of them fails at once (SQLITE_BUSY)."""
         self._checkpoint = threading.Event()
         self._checkpointer: threading.Thread | None = None
 
@@ -136,6 +161,7 @@ class SqliteAuditSink:
                 ) from exc
             self._commits += 1
             if self._commits % CHECKPOINT_EVERY == 0:
+                self._truncate_if_over_limit(connection)
                 self._checkpoint.set()
 
     def flush(self) -> None:
@@ -156,7 +182,10 @@ class SqliteAuditSink:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level="DEFERRED"
+                self.path,
+                check_same_thread=False,
+                isolation_level="DEFERRED",
+                timeout=WRITE_BUSY_MS / 1000,
             )
         except (OSError, sqlite3.Error) as exc:
             raise RuntimeError(
@@ -166,6 +195,8 @@ class SqliteAuditSink:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA synchronous={self._synchronous}")
             connection.execute("PRAGMA wal_autocheckpoint=0")
+            # A WAL restarted after a checkpoint is cut back to this size (else it keeps its largest size).
+            connection.execute(f"PRAGMA journal_size_limit={self.wal_limit}")
             connection.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             connection.close()
@@ -181,17 +212,23 @@ class SqliteAuditSink:
         return connection
 
     def _checkpoints(self) -> None:
-        """Checkpoint the WAL when asked, on a connection of its own (PASSIVE: writers never wait for it)."""
+        """Checkpoint the WAL on a connection of its own: passive when asked (writers never wait for it), and
+        truncating once the sink has been idle for `IDLE_CHECKPOINT_S`."""
         connection: sqlite3.Connection | None = None
+        truncated_at = 0  # the commit count when the WAL was last truncated
         try:
             while True:
-                self._checkpoint.wait()
+                asked = self._checkpoint.wait(IDLE_CHECKPOINT_S)
                 self._checkpoint.clear()
                 if self._closed:
                     return
+                commits = self._commits
+                if not asked and commits == truncated_at:
+                    continue  # idle, and nothing written since the WAL was given back
                 try:
-                    connection = connection or sqlite3.connect(self.path)
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    connection = connection or self._checkpoint_connection()
+                    if self._checkpoint_once(connection, idle=not asked):
+                        truncated_at = commits
                 except sqlite3.Error:
                     logger.debug(
                         "audit checkpoint failed; the WAL grows until the next one",
@@ -200,6 +237,56 @@ class SqliteAuditSink:
         finally:
             if connection is not None:
                 connection.close()
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=CHECKPOINT_BUSY_MS / 1000)
+        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_BUSY_MS}")
+        return connection
+
+    def _checkpoint_once(self, connection: sqlite3.Connection, *, idle: bool) -> bool:
+        """One checkpoint; returns True once the WAL is truncated (nothing left to give back while idle)."""
+        if not idle:
+            # Past `wal_limit` the writer truncates the WAL: leave it to that.
+            if self._wal_size() <= self.wal_limit:
+                with self._checkpointing:
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return False
+        # Idle: no writer waits long, and none slips in between.
+        with self._lock, self._checkpointing:
+            return self._closed or _truncate(connection)
+
+    def _truncate_if_over_limit(self, connection: sqlite3.Connection) -> None:
+        """Passive checkpoints are not catching up (a flood): this call truncates the WAL itself, once the
+        helper's passive checkpoint (if one is running) is done."""
+        if self._wal_size() > self.wal_limit:
+            with self._checkpointing:
+                _truncate(connection, restore_ms=WRITE_BUSY_MS)
+
+    def _wal_size(self) -> int:
+        try:
+            return self.path.with_name(self.path.name + "-wal").stat().st_size
+        except OSError:
+            return 0
+
+
+def _truncate(connection: sqlite3.Connection, *, restore_ms: int | None = None) -> bool:
+    """Checkpoint the whole WAL and truncate it to 0 bytes; False when another process's reader kept it (the next
+    try comes later). Never raises: the commit before it stands either way."""
+    try:
+        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_BUSY_MS}")
+        try:
+            busy, _, _ = connection.execute(
+                "PRAGMA wal_checkpoint(TRUNCATE)"
+            ).fetchone()
+        finally:
+            if restore_ms is not None:
+                connection.execute(f"PRAGMA busy_timeout={restore_ms}")
+    except sqlite3.Error:
+        logger.debug(
+            "audit checkpoint failed; the WAL grows until the next one", exc_info=True
+        )
+        return False
+    return not busy
 
 
 def _row(event: AuditEvent) -> tuple[Any, ...]:

@@ -46,7 +46,7 @@ from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
 from .redact import printable, redact, redact_data, secret_values
-from .validate import ArgumentValidator
+from .validate import ArgumentValidator, Refusal
 
 logger = logging.getLogger(__name__)
 PostProcessor = Callable[
@@ -181,12 +181,19 @@ class Router:
         except Exception:
             logger.debug("policy check of %s failed; denied", tool_id, exc_info=True)
             decision = PolicyDecision(False, "policy", "policy check failed; denied")
+        audited_reason = decision.reason
         if decision.allowed and tool is not None:
-            problem = malformed or self.validator.problem(tool.id, arguments)
-            if problem is not None:
+            refusal = (
+                Refusal.same(malformed)
+                if malformed
+                else self.validator.refusal(tool.id, arguments)
+            )
+            if refusal is not None:
                 decision = PolicyDecision(
-                    False, "validation", f"invalid arguments: {problem}"
+                    False, "validation", f"invalid arguments: {refusal.shown}"
                 )
+                # The audit keeps no argument value (a flood of large ones must not grow it).
+                audited_reason = f"invalid arguments: {refusal.audited}"
         allowed = decision.allowed and tool is not None
         names = sorted(map(str, arguments)) if isinstance(arguments, Mapping) else []
         events = [
@@ -196,7 +203,7 @@ class Router:
                 tool_id,
                 context,
                 secrets,
-                {"allowed": allowed, "gate": decision.gate, "reason": decision.reason},
+                {"allowed": allowed, "gate": decision.gate, "reason": audited_reason},
             )
         ]
         if allowed and tool is not None:
@@ -218,7 +225,7 @@ class Router:
                     tool_id,
                     context,
                     secrets,
-                    {"gate": decision.gate, "reason": decision.reason},
+                    {"gate": decision.gate, "reason": audited_reason},
                 )
             )
         try:
