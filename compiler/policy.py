@@ -10,6 +10,7 @@ marks `trusted: true` do they also lower it (a trusted `readOnlyHint: true` tool
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 import unicodedata
@@ -189,7 +190,34 @@ def _fold(text: str) -> str:
 
 
 UNMATCHED_POLICY_PATTERN = "TC326"
-"""warning: a `policy` name or pattern matches no tool (a deny rule that matches nothing protects nothing)."""
+"""warning: a name or pattern of the project file matches no tool: a `policy` list's, or a source's `allow_tools`,
+`deny_tools` or `fixed_params` tool name (a deny rule that matches nothing protects nothing, and a preset for a
+misspelt tool leaves the real one's argument to the model)."""
+
+
+def unmatched_source_names(names: Iterable[str], allow: Iterable[str], deny: Iterable[str],
+                           fixed: Iterable[str]) -> list[str]:
+    """What is wrong with a source's `allow_tools`, `deny_tools` and `fixed_params` tool names against the names of
+    all its tools (before selection), one sentence each: matched as `is_selected` matches (deny also case-folded),
+    a `fixed_params` name exactly (`*` is every operation), with the nearest name where one is close."""
+    names = sorted(set(names))
+    folded = [_fold(name) for name in names]
+    problems: list[str] = []
+    for key, patterns in (("allow_tools", allow), ("deny_tools", deny)):
+        for pattern in patterns:
+            if not any(fnmatch.fnmatchcase(name, pattern) for name in names) and not (
+                    key == "deny_tools" and any(fnmatch.fnmatchcase(name, _fold(pattern)) for name in folded)):
+                problems.append(f"{key}: {pattern!r} matches none of its {len(names)} tools{_nearest(pattern, names)}")
+    for name in fixed:
+        if name != "*" and name not in names:
+            problems.append(f"fixed_params: no tool is named {name!r}, so its presets apply to nothing"
+                            f"{_nearest(name, names)}")
+    return problems
+
+
+def _nearest(wanted: str, names: list[str]) -> str:
+    near = difflib.get_close_matches(wanted, names, n=1, cutoff=0.6)
+    return f"; did you mean {near[0]!r}?" if near else ""
 
 
 def unmatched_policy_patterns(tools: Iterable[Tool], lists: Mapping[str, Iterable[str]]) -> list[tuple[str, int, str]]:

@@ -81,3 +81,25 @@ def test_policy_patterns_that_match_no_tool_are_warned_as_the_router_matches_the
                       "/policy/deny_tools/0"]
     assert "'*delte*' matches no tool id or name" in result.stderr
     assert run_toolc("compile", "-c", tmp_path / "toolc.yaml", "--no-codegen", "--strict").exit_code == 1
+
+
+def test_source_names_that_match_no_tool_are_warned_with_the_nearest_name(tmp_path: Path) -> None:
+    """A source's allow_tools / deny_tools pattern or fixed_params tool name that matches none of its tools (before
+    selection) is TC326, for OpenAPI documents and MCP listings alike: a preset for a misspelt tool name leaves the
+    real tool's argument to the model."""
+    shutil.copy(FIXTURES / "openapi" / "params.yaml", tmp_path / "params.yaml")
+    shutil.copy(FIXTURES / "mcp" / "mcp-server-time.json", tmp_path / "time.json")
+    (tmp_path / "toolc.yaml").write_text(
+        "openapi:\n  - id: p\n    path: params.yaml\n    allow_tools: [getPet, listPet]\n"
+        "    fixed_params: {getpet: {id: 1}, getPet: {id: 2}}\n"
+        "recordings:\n  - id: t\n    path: time.json\n    deny_tools: [convert_tim]\n")
+    result = run_toolc("compile", "-c", tmp_path / "toolc.yaml", "--no-codegen")
+    assert result.exit_code == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "warning[TC326]" in line]
+    assert len(warned) == 3, result.stderr
+    assert any("allow_tools: 'listPet' matches none of its 8 tools; did you mean 'listPets'?" in line
+               for line in warned)
+    assert any("fixed_params: no tool is named 'getpet'" in line and "did you mean 'getPet'?" in line
+               for line in warned)
+    assert any("server 't': deny_tools: 'convert_tim'" in line and "did you mean 'convert_time'?" in line
+               for line in warned)

@@ -18,7 +18,13 @@ from typing import Any
 from compiler.config import RecordingConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Annotations, McpBinding, Source, Tool
-from compiler.policy import infer_risk, is_selected, plain_name
+from compiler.policy import (
+    UNMATCHED_POLICY_PATTERN,
+    infer_risk,
+    is_selected,
+    plain_name,
+    unmatched_source_names,
+)
 
 NOT_A_LISTING = "TC350"
 BAD_TOOL = "TC351"
@@ -162,4 +168,8 @@ def read_recording(
                                     "[A-Za-z0-9_.-]: its risk is treated as high (its words can't be trusted, and "
                                     "policy patterns may not match it)", source=location, tool=tool_id, pointer=pointer)
             tools.append(_tool_from_raw(raw, server, config))
+    if config is not None:
+        for problem in unmatched_source_names(seen, config.allow_tools, config.deny_tools, config.fixed_params):
+            diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"the project file's entry for server {server!r}: {problem}",
+                                source=location)
     return Source(id=server, kind="mcp", location=location, info=info), tools

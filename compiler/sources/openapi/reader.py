@@ -14,7 +14,7 @@ from typing import Any
 from compiler.config import OpenApiConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Source, Tool
-from compiler.policy import is_selected
+from compiler.policy import UNMATCHED_POLICY_PATTERN, is_selected, unmatched_source_names
 from compiler.sources.openapi.codes import (
     IGNORED_CALLBACKS,
     IGNORED_HEADER,
@@ -111,6 +111,9 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
                                 "its schemas nest too deeply", source=location,
                                 tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
     _report_unapplied(source_wide, diagnostics, location)
+    for problem in unmatched_source_names((operation.name for operation in operations), allow, deny, fixed_params):
+        diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"the project file's entry for this document: {problem}",
+                            source=location)
     report_credential_parameters(tools, diagnostics, location)
     if unselected:
         diagnostics.info(NOT_SELECTED, f"{unselected} operation(s) left out by allow_tools/deny_tools",
