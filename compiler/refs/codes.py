@@ -13,7 +13,9 @@
 | TC209 | warning  | unsupported reference feature (`$dynamicRef`, `$recursiveRef`): kept as written               |
 | TC210 | error    | `load_document`: the document is not a JSON object, so external files cannot be attached      |
 
-Every diagnostic carries `source` and `tool` as the caller passed them and `pointer`: the JSON pointer of the
+While `load_document` pulls files in, TC201-TC204 are warnings: the `$ref` becomes a `refusal`, and the source's
+reader decides per tool what it costs (`sources/lost_refs.py`). Every diagnostic carries `source` and `tool` as the
+caller passed them and `pointer`: the JSON pointer of the
 offending `$ref` (ending in `/$ref`) in the schema or file that holds it.
 """
 

@@ -97,6 +97,12 @@ class RefResolver:
             )
 
         def report(code: str, message: str, source: str, pointer: str) -> None:
+            if code in _LOST_FILE_REFS:
+                # The `$ref` became a `refusal`; what that costs is decided per tool by the source's reader
+                # (`walker.lost_ref`): a tool whose input needs it is skipped, one whose output needs it loses its
+                # output schema. A document is not refused whole for one broken file.
+                self.diagnostics.add(Diagnostic(code, Severity.WARNING, message, source=source, pointer=pointer))
+                return
             self._emit(code, message, source=source, tool="", pointer=pointer)
 
         bundler = ExternalBundler(report, root if root is not None else path.resolve().parent)
@@ -216,6 +222,10 @@ class RefResolver:
     def _emit(self, code: str, message: str, *, source: str, tool: str, pointer: str) -> None:
         severity = Severity.WARNING if code in _WARNINGS else Severity.ERROR
         self.diagnostics.add(Diagnostic(code, severity, message, source=source, tool=tool, pointer=pointer))
+
+
+_LOST_FILE_REFS = frozenset({codes.NETWORK_REF, codes.OUTSIDE_ROOT, codes.BAD_POINTER, codes.MISSING_FILE})
+"""What `refs.external` replaces with a `refusal` while pulling files in."""
 
 
 def _silent(code: str, message: str, pointer: str, once: Hashable | None) -> bool:

@@ -12,7 +12,7 @@ Python frame per schema level with an explicit depth limit (`codes.MAX_NESTING`,
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from compiler.refs import codes
@@ -182,6 +182,34 @@ def refused_ref(node: Any) -> str | None:
         return None  # the common case, without the regular expression
     match = _REFUSED.search(description)
     return match.group(1) if match else None
+
+
+_LITERALS = frozenset({"const", "default", "enum", "examples", "example"})
+_DEFS = "#/$defs/"
+
+
+def lost_ref(schema: Any, definitions: Mapping[str, Any]) -> str | None:
+    """The first `$ref` that could not be resolved (a `refusal`) which `schema` reaches, itself or through the
+    `#/$defs/<name>` definitions it uses; None when it reaches none. Iterative, each definition visited once: how a
+    reader decides what a lost file costs one tool (its input: the tool; its output: the output schema)."""
+    pending = [schema]
+    visited: set[str] = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            lost = refused_ref(node)
+            if lost is not None:
+                return lost
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_DEFS):
+                name = ref[len(_DEFS):].split("/", 1)[0].replace("~1", "/").replace("~0", "~")
+                if name not in visited and name in definitions:
+                    visited.add(name)
+                    pending.append(definitions[name])
+            pending.extend(value for key, value in node.items() if key not in _LITERALS)
+    return None
 
 
 def merge(siblings: dict[str, Any], target: Any) -> Any:

@@ -25,6 +25,7 @@ from compiler.policy import (
     plain_name,
     unmatched_source_names,
 )
+from compiler.sources.lost_refs import without_lost_refs
 
 NOT_A_LISTING = "TC350"
 BAD_TOOL = "TC351"
@@ -172,4 +173,5 @@ def read_recording(
         for problem in unmatched_source_names(seen, config.allow_tools, config.deny_tools, config.fixed_params):
             diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"the project file's entry for server {server!r}: {problem}",
                                 source=location)
+    tools = without_lost_refs(tools, {}, diagnostics, location=location, skipped_code=BAD_TOOL)
     return Source(id=server, kind="mcp", location=location, info=info), tools

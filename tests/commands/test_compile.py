@@ -189,3 +189,23 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_the_output_alone(tmp_path: Pa
     assert stderr.splitlines() == ["toolc: interrupted; nothing was written (the output folder is as it was)"]
     assert read_tree(out) == {"marker": b"previous output\n"}
     assert [path.name for path in tmp_path.iterdir()] == ["out"], "no staging folder left behind"
+
+
+def test_a_lost_file_ref_costs_only_the_tools_that_need_it(tmp_path: Path) -> None:
+    """A `$ref` to a missing file fails neither the compile nor `toolc list`: the operation whose response needs it
+    keeps its input side and loses only its output schema (TC318), the one whose parameter needs it is skipped
+    (TC302, naming the ref), and every message says which ref without pointing at another line."""
+    document = FIXTURES / "openapi" / "lost-refs" / "api.yaml"
+    result = run_toolc("compile", document, "--out", tmp_path / "out", "--no-codegen")
+    assert result.exit_code == 0, result.stderr
+    catalog = {tool["name"]: tool for tool in json.loads((tmp_path / "out" / "catalog.json").read_text())["tools"]}
+    assert sorted(catalog) == ["getReport", "health"]
+    assert "output_schema" not in catalog["getReport"] and "id" in catalog["getReport"]["input_schema"]["properties"]
+    assert "output_schema" in catalog["health"]
+    assert "warning[TC204]" in result.stderr and "error[" not in result.stderr
+    assert "openapi:api:getReport: warning[TC318]: no output schema: it needs $ref 'schemas/report.yaml#/Report'" \
+        in result.stderr
+    assert "openapi:api:search: warning[TC302]: not a tool: its input needs $ref 'schemas/filter.yaml#/Filter'" \
+        in result.stderr
+    listed = run_toolc("list", document)
+    assert listed.exit_code == 0 and "openapi:api:getReport" in listed.stdout

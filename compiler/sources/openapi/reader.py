@@ -15,6 +15,7 @@ from compiler.config import OpenApiConfig
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Source, Tool
 from compiler.policy import UNMATCHED_POLICY_PATTERN, is_selected, unmatched_source_names
+from compiler.sources.lost_refs import without_lost_refs
 from compiler.sources.openapi.codes import (
     IGNORED_CALLBACKS,
     IGNORED_HEADER,
@@ -125,6 +126,8 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     if config is not None:
         tools = apply_risk_settings(tools, config, diagnostics=diagnostics, location=location)
     schemas.finish()
+    tools = without_lost_refs(tools, schemas.definitions, diagnostics, location=location,
+                              skipped_code=OPERATION_SKIPPED)
     source = Source(id=source_id, kind="openapi", location=location, definitions=schemas.definitions, info=info)
     return source, tools
 

@@ -53,10 +53,10 @@ def test_missing_and_duplicate_operation_ids() -> None:
 
 def test_bad_references_skip_only_their_operation() -> None:
     source, tools, diagnostics = compile_file(HOSTILE / "bad-refs.yaml", source_id="h")
-    assert sorted(t.name for t in tools) == ["fine", "networkRef", "usesBrokenDefinition"]
+    assert sorted(t.name for t in tools) == ["fine", "usesBrokenDefinition"]
     assert skipped_tool_ids(diagnostics) == {f"openapi:h:{name}" for name in (
         "badParameterRef", "badSchemaRef", "badResponseRef", "parameterWithoutName", "parameterNotObject",
-        "badSchemaType")}
+        "badSchemaType", "networkRef")}
     by_pointer = {d.pointer: d for d in diagnostics if d.code != "TC302"}
     assert by_pointer["/paths/~1a/get/parameters/0/$ref"].code == "TC307"
     assert by_pointer["/paths/~1b/post/requestBody/content/application~1json/schema/$ref"].code == "TC307"
@@ -64,10 +64,13 @@ def test_bad_references_skip_only_their_operation() -> None:
     assert by_pointer["/paths/~1f/get/parameters/0"].code == "TC306"
     assert by_pointer["/paths/~1g/get/parameters/0"].code == "TC306"
     assert by_pointer["/paths/~1h/get/parameters/0/schema"].code == "TC306"
-    # The resolver refused the network ref while loading (an error: the compile fails), never fetched it, and
-    # left a described `{}` in its place, so that operation reads as a tool.
+    # The resolver refused the network ref while loading, never fetched it, and left a described `{}` in its
+    # place: a warning there, and the operation whose body needs it is skipped, not compiled with a body any value
+    # fits (the other operations compile).
     network = [d for d in diagnostics if d.code == "TC201"]
-    assert network and network[0].severity is Severity.ERROR
+    assert network and network[0].severity is Severity.WARNING
+    (skipped,) = [d for d in diagnostics if d.code == "TC302" and d.tool == "openapi:h:networkRef"]
+    assert "its input needs $ref 'http://127.0.0.1:9/evil.json#/Pet'" in skipped.message
     # A broken ref inside a shared schema is reported once, at the schema; tools using it keep compiling.
     shared = by_pointer["/components/schemas/Broken/properties/ghost/$ref"]
     assert (shared.code, shared.tool) == ("TC307", "")
@@ -90,17 +93,22 @@ def test_network_ref_without_resolver_is_reported_not_fetched() -> None:
 
 def test_network_ref_with_resolver_is_refused_at_load() -> None:
     _, tools, diagnostics = compile_file(HOSTILE / "network-ref.yaml", source_id="h")
-    assert {d.code for d in diagnostics if d.severity is Severity.ERROR} == {"TC201"}
+    assert {d.code for d in diagnostics if d.severity is Severity.ERROR} == set()
     assert [d.pointer for d in diagnostics if d.code == "TC201"] == [
         "/components/schemas/Remote/$ref",
         "/paths/~1pets/post/requestBody/content/application~1json/schema/properties/pet/$ref",
     ]
-    assert sorted(t.name for t in tools) == ["createPet", "listPets"]
+    # Never fetched; what the lost ref costs is per tool: createPet's body needs it (skipped, not compiled with
+    # a body any value fits), listPets only answers with it (kept, without an output schema).
+    assert [t.name for t in tools] == ["listPets"] and tools[0].output_schema is None
+    assert {(d.code, d.tool) for d in diagnostics if d.code in ("TC302", "TC318")} == {
+        ("TC302", "openapi:h:createPet"), ("TC318", "openapi:h:listPets")}
 
 
 def test_file_ref_outside_the_root_is_refused() -> None:
-    _, _, diagnostics = compile_file(HOSTILE / "external-outside-root.yaml", root=HOSTILE)
-    assert [d.code for d in diagnostics if d.severity is Severity.ERROR] == ["TC202"]
+    _, tools, diagnostics = compile_file(HOSTILE / "external-outside-root.yaml", root=HOSTILE)
+    assert [(d.code, d.severity) for d in diagnostics if d.code == "TC202"] == [("TC202", Severity.WARNING)]
+    assert [(t.name, t.output_schema) for t in tools] == [("readSecrets", None)], "never read, only its output lost"
     names, without = _read(load_document(HOSTILE / "external-outside-root.yaml"))
     assert names == []
     assert [d.code for d in without] == ["TC307", "TC302"]
