@@ -272,19 +272,36 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 
 async def test_a_session_flood_cannot_starve_new_clients(project: Path, api: str) -> None:
-    with serving_http(project, environ(api), "--max-sessions", "16") as (url, _):
-        async with Client(f"{url}/mcp", mode="legacy", read_timeout_seconds=60) as early:
+    cap = 16
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    with serving_http(project, environ(api), "--max-sessions", str(cap)) as (url, _):
+        async with Client(f"{url}/mcp", mode="legacy", read_timeout_seconds=60) as early, \
+                httpx2.AsyncClient(base_url=url, timeout=30, headers=headers) as http:
             assert not (await early.call_tool("purge.cache", {})).is_error
-            headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-            async with httpx2.AsyncClient(base_url=url, timeout=30) as http:
-                for _ in range(100):
-                    opened = await http.post("/mcp", json=INITIALIZE, headers=headers)
-                    assert opened.status_code == 200 and opened.headers.get("mcp-session-id")
+            flood = []
+            for _ in range(100):
+                opened = await http.post("/mcp", json=INITIALIZE)
+                assert opened.status_code == 200 and opened.headers.get("mcp-session-id")
+                flood.append(opened.headers["mcp-session-id"])
             # The session used before the flood outlived it (never-used sessions are evicted first) ...
             assert not (await early.call_tool("purge.cache", {})).is_error
-        # ... and a new handshake-era client gets in, as does a 2026-07-28 one (no session at all).
+            # ... and the table stayed within its cap: the oldest flood sessions are gone.
+            alive = [sid for sid in flood if (await ping(http, sid)).status_code == 200]
+            assert 0 < len(alive) < cap and alive == flood[-len(alive):]
+            # Requests that open no session (no `initialize`) evict nothing, even with early the idlest now.
+            for _ in range(50):
+                junk = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+                assert junk.status_code == 400
+            assert not (await early.call_tool("purge.cache", {})).is_error
+            assert [(await ping(http, sid)).status_code for sid in alive] == [200] * len(alive)
+        # A new handshake-era client gets in, as does a 2026-07-28 one (which holds no session at all).
         async with Client(f"{url}/mcp", mode="legacy", read_timeout_seconds=60) as late:
             assert not (await late.call_tool("purge.cache", {})).is_error
         async with Client(f"{url}/mcp", read_timeout_seconds=60) as modern:
             assert modern.protocol_version == "2026-07-28"
             assert not (await modern.call_tool("purge.cache", {})).is_error
+
+
+async def ping(http: httpx2.AsyncClient, session_id: str) -> httpx2.Response:
+    return await http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                           headers={"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"})

@@ -28,6 +28,7 @@ from typing import Any
 import h11
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import (
     MCP_SESSION_ID_HEADER,
     StreamableHTTPServerTransport,
@@ -180,11 +181,18 @@ class GuardedH11Protocol(H11Protocol):
 
 class BoundedSessionManager(StreamableHTTPSessionManager):
     """The SDK's session manager, where a full session table evicts instead of refusing (see the module's
-    docstring). Relies on the SDK's session hooks of `mcp` 2.3 (`_admit_session`, `_serve_opening_request`,
-    `_discard_session`)."""
+    docstring). Room is made once a new session is established: a request that opens nothing (not an
+    `initialize`) evicts nothing. The table may pass `max_sessions` only by sessions with a request in progress,
+    which the connection cap bounds. Relies on the SDK's session hooks of `mcp` 2.3 (`_admit_session`,
+    `_serve_opening_request`, `_handle_stateful_request`, `_discard_session`)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self, app: Server[Any], *, max_sessions: int = MAX_SESSIONS, **options: Any
+    ) -> None:
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        super().__init__(app, max_sessions=None, **options)  # never refused: evicted
+        self.session_cap = max_sessions
         self._unused: OrderedDict[str, None] = OrderedDict()
         """Sessions opened and never used since, oldest first."""
         self._used: OrderedDict[str, None] = OrderedDict()
@@ -195,11 +203,6 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
     def _admit_session(
         self, requestor: AuthorizationContext | None
     ) -> StreamableHTTPServerTransport | None:
-        if (
-            self.max_sessions is not None
-            and len(self._server_instances) >= self.max_sessions
-        ):
-            self._evict_one()
         transport = super()._admit_session(requestor)
         if transport is not None and transport.mcp_session_id is not None:
             self._unused[transport.mcp_session_id] = None
@@ -216,6 +219,9 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
         self._busy[session_id] += 1
         try:
             await super()._serve_opening_request(http_transport, scope, receive, send)
+            established = session_id in self._server_instances
+            if established and len(self._server_instances) > self.session_cap:
+                self._evict_one()  # this session is busy until released: never itself
         finally:
             self._release(session_id)
 
