@@ -66,6 +66,7 @@ from .serve_limits import (
     MAX_SESSIONS,
     BoundedSessionManager,
     ServeConfig,
+    quiet_disconnects,
 )
 from .serve_mcp import MAX_CALLS, call_result, mcp_server
 
@@ -205,6 +206,7 @@ def create_app(
     )  # shared by /mcp and /tools: at most max_calls calls in all
     base = context or router.default_context
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
+    quiet_disconnects()
     manager = BoundedSessionManager(
         mcp_server(router, served, limiter=limiter),
         json_response=True,

@@ -16,12 +16,16 @@ cap a new session evicts the one idle longest, sessions never used after `initia
 every new client until the idle timeout frees a slot (a flood of `initialize` filled the SDK's 10,000). An
 evicted session's id answers 404, which tells its client to initialize again. Clients of the 2026-07-28
 protocol (`MCP-Protocol-Version` on every request) are served by the SDK without any session state.
+
+A body cut short (too slow, or the client went away) is not logged with a traceback (`quiet_disconnects`): a
+client that does it on purpose would otherwise write one per request into the operator's log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter, OrderedDict
 from typing import Any
 
@@ -34,6 +38,7 @@ from mcp.server.streamable_http import (
     StreamableHTTPServerTransport,
 )
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -45,6 +50,21 @@ _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 16\r\nconnection: close\r\n\r\nrequest too slow"
 )
+
+
+class _DropClientDisconnects(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.exc_info is not None
+            and isinstance(record.exc_info[1], ClientDisconnect)
+        )
+
+
+def quiet_disconnects(logger_name: str = "mcp.server.streamable_http") -> None:
+    """Keep the SDK's transport from logging a traceback for each request body cut short."""
+    logger = logging.getLogger(logger_name)
+    if not any(isinstance(item, _DropClientDisconnects) for item in logger.filters):
+        logger.addFilter(_DropClientDisconnects())
 
 
 class ServeConfig(uvicorn.Config):
