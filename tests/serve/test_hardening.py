@@ -297,10 +297,13 @@ async def test_a_session_flood_cannot_starve_new_clients(project: Path, api: str
             # nothing, even with early the idlest session now.
             modern_meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                            "io.modelcontextprotocol/clientCapabilities": {}}
-            for _ in range(50):
+            for index in range(50):
+                params = {"_meta": modern_meta} if index % 2 else {}
                 junk = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/list",
-                                                     "params": {"_meta": modern_meta}})
+                                                     "params": params})
                 assert junk.status_code == 400
+                if params:  # answered as the 2026-07-28 protocol says (its version header is missing), sessionless
+                    assert junk.json()["error"]["code"] == -32020 and "mcp-session-id" not in junk.headers
             assert not (await early.call_tool("purge.cache", {})).is_error
             assert [(await ping(http, sid)).status_code for sid in alive] == [200] * len(alive)
         # A new handshake-era client gets in, as does a 2026-07-28 one (which holds no session at all).

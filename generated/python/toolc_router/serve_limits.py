@@ -15,7 +15,9 @@ sockets that never send a byte: 64 of them made every call answer 503. `GuardedH
 cap a new session evicts the one idle longest, sessions never used after `initialize` first, instead of refusing
 every new client until the idle timeout frees a slot (a flood of `initialize` filled the SDK's 10,000). An
 evicted session's id answers 404, which tells its client to initialize again. Clients of the 2026-07-28
-protocol (`MCP-Protocol-Version` on every request) are served by the SDK without any session state.
+protocol (`MCP-Protocol-Version` on every request) are served by the SDK without any session state; a request
+whose body carries that protocol's envelope (`params._meta`) without the header goes the same way (the SDK
+routes by header only), and is answered as that protocol says (400, HeaderMismatch), never opening a session.
 
 A body cut short (too slow, or the client went away) is not logged with a traceback (`quiet_disconnects`): a
 client that does it on purpose would otherwise write one per request into the operator's log.
@@ -31,6 +33,7 @@ from typing import Any
 
 import h11
 import uvicorn
+from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import (
@@ -38,9 +41,13 @@ from mcp.server.streamable_http import (
     StreamableHTTPServerTransport,
 )
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.types import PROTOCOL_VERSION_META_KEY
 from starlette.requests import ClientDisconnect
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .shapes import loads
 
 HEAD_TIMEOUT = 10.0
 BODY_TIMEOUT = 30.0
@@ -245,6 +252,31 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
         finally:
             self._release(session_id)
 
+    async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope.get("method") != "POST"
+            or self._task_group is None
+            or _header(scope, MCP_SESSION_ID_HEADER) is not None
+            or _header(scope, MCP_PROTOCOL_VERSION_HEADER) is not None
+        ):
+            await super()._handle_request(scope, receive, send)
+            return
+        # The body limit in front has read the whole body already: this is one message.
+        first = await receive()
+        replay = _replaying(first, receive)
+        if first.get("type") == "http.request" and _modern_envelope(first):
+            await handle_modern_request(
+                self.app,
+                self.security_settings,
+                self.json_response,
+                self._lifespan_state,
+                scope,
+                replay,
+                send,
+            )
+            return
+        await super()._handle_request(scope, replay, send)
+
     async def _handle_stateful_request(
         self, scope: Scope, receive: Receive, send: Send
     ) -> None:
@@ -285,6 +317,34 @@ class BoundedSessionManager(StreamableHTTPSessionManager):
             if transport is not None and self._task_group is not None:
                 self._task_group.start_soon(self._discard_session, victim, transport)
             return
+
+
+def _modern_envelope(message: Message) -> bool:
+    """Whether a complete request body is a 2026-07-28-style request (not `initialize`, with the protocol
+    version in `params._meta`)."""
+    if message.get("more_body", False):
+        return False
+    try:
+        body = loads(bytes(message.get("body", b"")).decode("utf-8"))
+    except ValueError:
+        return False  # the SDK answers what is not JSON
+    params = body.get("params") if isinstance(body, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return (
+        isinstance(meta, dict)
+        and PROTOCOL_VERSION_META_KEY in meta
+        and body.get("method") != "initialize"
+    )
+
+
+def _replaying(first: Message, receive: Receive) -> Receive:
+    """`receive` with `first` (already read) handed out again first."""
+    pending = [first]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def _header(scope: Scope, name: str) -> str | None:
