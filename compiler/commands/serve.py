@@ -57,6 +57,8 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
               help="Seconds for a request line and headers to arrive (http).")
 @click.option("--body-timeout", type=float, default=30.0, show_default=True,
               help="Seconds for a request body to arrive (http).")
+@click.option("--write-timeout", type=float, default=30.0, show_default=True,
+              help="Seconds a client may leave its response unread (http).")
 @click.option("--mode", type=click.Choice(["execution", "planning"]), default="execution", show_default=True,
               help="Invocation mode every call runs in (policy gate 2).")
 @click.option("--spec-hash", help="The frozen spec's hash: lets execution mode run high-risk tools (gate 3).")
@@ -64,7 +66,8 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
 @guarded
 def serve_command(config_path: Path, transport: str, host: str, port: int, page_size: int, max_body: int,
                   max_calls: int, max_connections: int, max_sessions: int, head_timeout: float,
-                  body_timeout: float, mode: str, spec_hash: str | None, project_id: str | None) -> None:
+                  body_timeout: float, write_timeout: float, mode: str, spec_hash: str | None,
+                  project_id: str | None) -> None:
     """Serve the project's compiled tools through its policy-checked router (run `toolc compile` first)."""
     config = load_project(config_path)
     python_dir = (config.output_dir / "python").resolve()
@@ -83,7 +86,7 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
     argv = ["--transport", transport, "--host", host, "--port", str(port), "--page-size", str(page_size),
             "--max-body", str(max_body), "--max-calls", str(max_calls), "--max-connections", str(max_connections),
             "--max-sessions", str(max_sessions), "--head-timeout", str(head_timeout),
-            "--body-timeout", str(body_timeout),
+            "--body-timeout", str(body_timeout), "--write-timeout", str(write_timeout),
             "--schemas-dir", str((config.output_dir / "schemas").resolve()), "--mode", mode]
     argv += ["--spec-hash", spec_hash] if spec_hash else []
     argv += ["--project-id", project_id] if project_id else []

@@ -4,6 +4,7 @@ that never send a byte or trickle a body, and a flood of MCP sessions. Loops are
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sys
@@ -266,6 +267,49 @@ def test_every_stage_of_a_connection_has_a_deadline(project: Path, api: str) -> 
                 assert call(http, "purge.cache", {}).status_code == 200
         log.seek(0)
         assert b"Traceback" not in log.read()  # a body cut short is no error worth a traceback per request
+
+
+class _Transport(asyncio.Transport):
+    """Just enough of a socket's transport for the protocol: it records being ended (aborted or closed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ended = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 8765) if name in ("sockname", "peername") else default
+
+    def is_closing(self) -> bool:
+        return self.ended
+
+    def abort(self) -> None:
+        self.ended = True
+
+    def close(self) -> None:
+        self.ended = True
+
+
+async def test_a_client_that_never_reads_its_response_is_dropped(project: Path) -> None:
+    """A response whose writes stall (the client reads nothing) holds its connection only `write_timeout`
+    (in-process: loopback socket buffers take megabytes to fill)."""
+    from uvicorn.server import ServerState
+
+    with load_router(project.parent / "out" / "python"):
+        from toolc_router.serve_limits import GuardedH11Protocol, ServeConfig
+
+        config = ServeConfig(lambda scope, receive, send: None, max_connections=4, write_timeout=0.05)
+        config.load()
+        protocol = GuardedH11Protocol(config, ServerState(), {})
+        transport = _Transport()
+        protocol.connection_made(transport)
+        protocol.pause_writing()
+        protocol.resume_writing()  # writes moved again in time: kept
+        await asyncio.sleep(0.1)
+        assert not transport.ended
+        protocol.pause_writing()
+        await asyncio.sleep(0.1)
+        assert transport.ended
+        protocol.connection_lost(None)
 
 
 # 5. Session floods ------------------------------------------------------------------------------------------------

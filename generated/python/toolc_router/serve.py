@@ -36,7 +36,7 @@ from .serve_http import (
     ServeError,
     uvicorn_server,
 )
-from .serve_limits import BODY_TIMEOUT, HEAD_TIMEOUT, MAX_SESSIONS
+from .serve_limits import BODY_TIMEOUT, HEAD_TIMEOUT, MAX_SESSIONS, WRITE_TIMEOUT
 from .serve_mcp import MAX_CALLS, run_stdio
 
 
@@ -91,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
         help="seconds for a request body to arrive (http)",
     )
     parse.add_argument(
+        "--write-timeout",
+        type=float,
+        default=WRITE_TIMEOUT,
+        help="seconds a client may leave its response unread (http)",
+    )
+    parse.add_argument(
         "--mode",
         choices=MODES,
         default="execution",
@@ -141,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             max_sessions=options.max_sessions,
             head_timeout=options.head_timeout,
             body_timeout=options.body_timeout,
+            write_timeout=options.write_timeout,
         )
     except ServeError as exc:
         print(f"toolc_router.serve: {exc}", file=sys.stderr)

@@ -64,6 +64,7 @@ from .serve_limits import (
     BODY_TIMEOUT,
     HEAD_TIMEOUT,
     MAX_SESSIONS,
+    WRITE_TIMEOUT,
     BoundedSessionManager,
     ServeConfig,
     quiet_disconnects,
@@ -304,6 +305,7 @@ def uvicorn_server(
     max_sessions: int = MAX_SESSIONS,
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
+    write_timeout: float = WRITE_TIMEOUT,
     log_level: str = "warning",
 ) -> uvicorn.Server:
     """A configured uvicorn server for the app; raises ServeError before binding anything if it must not start."""
@@ -321,6 +323,7 @@ def uvicorn_server(
         app,
         head_timeout=head_timeout,
         body_timeout=body_timeout,
+        write_timeout=write_timeout,
         max_connections=max_connections,
         host=host,
         port=port,

@@ -7,6 +7,8 @@ sockets that never send a byte: 64 of them made every call answer 503. `GuardedH
     head         the request line and headers must arrive within `head_timeout` of the connection opening (or
                  of the previous response): else 408 if part of it came, and the connection is closed
     body         a request body must arrive within `body_timeout` of its head: else 408, closed
+    response     a client that stops reading its response may stall the writes for `write_timeout` at most:
+                 then the connection is dropped (it would hold its slot, and its call's, for ever)
     connections  past `max_connections` open connections, a new one closes the one idle longest (no request in
                  progress: one that never sent a byte, a head still coming, a kept-alive one); only when every
                  connection has a request in progress does the newcomer's request get 503
@@ -51,6 +53,7 @@ from .shapes import loads
 
 HEAD_TIMEOUT = 10.0
 BODY_TIMEOUT = 30.0
+WRITE_TIMEOUT = 30.0
 KEEP_ALIVE = 5
 MAX_SESSIONS = 1000
 _TIMED_OUT = (
@@ -83,6 +86,7 @@ class ServeConfig(uvicorn.Config):
         *,
         head_timeout: float = HEAD_TIMEOUT,
         body_timeout: float = BODY_TIMEOUT,
+        write_timeout: float = WRITE_TIMEOUT,
         max_connections: int,
         **options: Any,
     ) -> None:
@@ -97,6 +101,7 @@ class ServeConfig(uvicorn.Config):
         )
         self.head_timeout = head_timeout
         self.body_timeout = body_timeout
+        self.write_timeout = write_timeout
         self.max_connections = max_connections
 
 
@@ -109,6 +114,7 @@ class GuardedH11Protocol(H11Protocol):
     def __init__(self, config: ServeConfig, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
         self._timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         self._idle_since = self.loop.time()
 
     # Connection events -------------------------------------------------------------------------------------
@@ -131,8 +137,24 @@ class GuardedH11Protocol(H11Protocol):
             self._arm(self.config.head_timeout)
             self._follow(completed)
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(
+                self.config.write_timeout, self.transport.abort
+            )
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         super().connection_lost(exc)
 
     # Internals ---------------------------------------------------------------------------------------------
