@@ -170,8 +170,8 @@ class GuardedH11Protocol(H11Protocol):
         cycle = self.cycle
         if cycle is None or cycle.response_complete:
             return
-        if cycle is not before:
-            self._arm(self.config.body_timeout) if cycle.more_body else self._disarm()
+        if cycle is not before and cycle.more_body:
+            self._arm(self.config.body_timeout)
         elif not cycle.more_body:
             self._disarm()
 
@@ -195,9 +195,8 @@ class GuardedH11Protocol(H11Protocol):
             if cycle.response_started:
                 self.transport.close()
                 return
-            cycle.disconnected = (
-                True  # the app reads a disconnect; what it sends is dropped
-            )
+            # The app reads a disconnect; what it sends is dropped.
+            cycle.disconnected = True
             cycle.message_event.set()
         if started or self.conn.trailing_data[0]:
             self.transport.write(_TIMED_OUT)
