@@ -26,8 +26,8 @@ from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_env import env_example
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
-from compiler.codegen.router_names import name_maps
-from compiler.codegen.router_serve import serve_file
+from compiler.codegen.router_names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
+from compiler.codegen.router_serve import mcp_names, serve_file
 from compiler.codegen.router_tables import (
     api_rows,
     overridden_url,
@@ -119,7 +119,20 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)
     files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
+    maps = context["name_maps"]
+    assert isinstance(maps, NameMaps)
+    report_ambiguous_names(build, routed, maps)
     return files
+
+
+def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:
+    """TC640 for each name the served endpoint would refuse without `?provider=` (it means two tools)."""
+    served = mcp_names(sorted(routed, key=lambda tool: tool.id), build.config.names)
+    for name, tool_ids in ambiguous_names(served, maps).items():
+        build.diagnostics.warning(
+            AMBIGUOUS_NAME, f"served name {name!r} means {len(tool_ids)} tools ({', '.join(tool_ids)}): "
+            f"`POST /tools/{name}/call` refuses it without ?provider= (call by tool id, or rename one)",
+            tool=tool_ids[0])
 
 
 def discovery_catalog(build: Build, routed: list[Tool]) -> bytes:

@@ -6,6 +6,12 @@ for each provider tool name, the tool id and that entry's `arguments` shape and 
 `shapes.rewrite` applies them, the same function `namemap.arguments_to_wire` runs. `strict` is not baked (the shape
 already says which nulls to drop).
 
+The flat-argument endpoint of `toolc serve` takes a tool id, a served MCP name or any target's provider-facing
+name; a name that means more than one tool across those (`purge.cache` is `purge_cache` to OpenAI, the MCP name
+of another operation) is refused there without `?provider=`, and reported here (`ambiguous_names`):
+
+    TC640 warning  a served name that means more than one tool (MCP names and the targets' name maps)
+
 Without name maps (no targets compiled) each tool's own name routes to it when no other tool shares it; tool ids
 are always accepted by the generated router. The maps were built in this process from the same catalog: an entry
 that is not format 1 or names an unknown tool is a bug in toolc (an AssertionError, reported as TC999), never a
@@ -23,6 +29,7 @@ from compiler.build import TargetOutput
 from compiler.ir import Tool
 from compiler.providers.namemap import NAME_MAP_FORMAT
 
+AMBIGUOUS_NAME = "TC640"
 Entry = dict[str, Any]
 Table = list[tuple[str, Entry]]
 
@@ -83,3 +90,15 @@ def name_maps(providers: Mapping[str, TargetOutput], tools: list[Tool], targets:
     fallback: Table = [(tool.name, {"tool_id": tool.id, "arguments": {}, "defs": {}})
                        for tool in sorted(tools, key=lambda t: t.name) if counts[tool.name] == 1]
     return _shared([(target, fallback) for target in sorted(targets)])
+
+
+def ambiguous_names(served: Mapping[str, str], maps: NameMaps) -> dict[str, list[str]]:
+    """Names that mean more than one tool across the served MCP names (`served`: tool id → MCP name) and every
+    target's name map, each with its tool ids, sorted."""
+    meanings: dict[str, set[str]] = {}
+    for tool_id, name in served.items():
+        meanings.setdefault(name, set()).add(tool_id)
+    for table in maps.tables:
+        for name, entry in table:
+            meanings.setdefault(name, set()).add(entry["tool_id"])
+    return {name: sorted(ids) for name, ids in sorted(meanings.items()) if len(ids) > 1}

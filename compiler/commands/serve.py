@@ -49,6 +49,16 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
 @click.option("--page-size", type=int, default=100, show_default=True, help="Tools per tools/list page.")
 @click.option("--max-body", type=int, default=1024 * 1024, show_default=True, help="Largest request body (http).")
 @click.option("--max-calls", type=int, default=16, show_default=True, help="Tool calls running at once.")
+@click.option("--max-connections", type=int, default=64, show_default=True,
+              help="Open connections (http); past it the idlest is closed.")
+@click.option("--max-sessions", type=int, default=1000, show_default=True,
+              help="MCP sessions of handshake-era clients (http); past it the idlest is evicted.")
+@click.option("--head-timeout", type=float, default=10.0, show_default=True,
+              help="Seconds for a request line and headers to arrive (http).")
+@click.option("--body-timeout", type=float, default=30.0, show_default=True,
+              help="Seconds for a request body to arrive (http).")
+@click.option("--write-timeout", type=float, default=30.0, show_default=True,
+              help="Seconds a client may leave its response unread (http).")
 @click.option("--mode", type=click.Choice(["execution", "planning"]), default="execution", show_default=True,
               help="Invocation mode every call runs in (policy gate 2).")
 @click.option("--spec-hash", help="The frozen spec's hash: lets execution mode run high-risk tools (gate 3).")
@@ -58,8 +68,9 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
                    "file.")
 @guarded
 def serve_command(config_path: Path, transport: str, host: str, port: int, page_size: int, max_body: int,
-                  max_calls: int, mode: str, spec_hash: str | None, project_id: str | None,
-                  out_dir: Path | None) -> None:
+                  max_calls: int, max_connections: int, max_sessions: int, head_timeout: float,
+                  body_timeout: float, write_timeout: float, mode: str, spec_hash: str | None,
+                  project_id: str | None, out_dir: Path | None) -> None:
     """Serve the project's compiled tools through its policy-checked router (run `toolc compile` first), or the
     output folder of an ad-hoc compile with --out."""
     output_dir, root, compile_hint = _what_to_serve(config_path, out_dir)
@@ -79,7 +90,9 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
                                 usage=True) from None
     os.chdir(root)
     argv = ["--transport", transport, "--host", host, "--port", str(port), "--page-size", str(page_size),
-            "--max-body", str(max_body), "--max-calls", str(max_calls),
+            "--max-body", str(max_body), "--max-calls", str(max_calls), "--max-connections", str(max_connections),
+            "--max-sessions", str(max_sessions), "--head-timeout", str(head_timeout),
+            "--body-timeout", str(body_timeout), "--write-timeout", str(write_timeout),
             "--schemas-dir", str((output_dir / "schemas").resolve()), "--mode", mode]
     argv += ["--spec-hash", spec_hash] if spec_hash else []
     argv += ["--project-id", project_id] if project_id else []

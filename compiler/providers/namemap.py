@@ -40,7 +40,8 @@ Applying a shape S to a value V (`shapes.rewrite`: `arguments_to_wire` here, and
 3. if V is an array and S has "items": rewrite every element with S.items;
 4. if S has "entries" and V is an array of objects: V becomes {e.key: e.value rewritten by S.entries};
    if S has "json" and V is a string: V becomes the value the string encodes (left as it is when it is not JSON:
-   validation then refuses it);
+   validation then refuses it; a text nested deeper than `shapes.MAX_JSON_DEPTH` raises `shapes.TooDeep`, never
+   decoded);
 5. then, if S has "anyOf", pick the first branch B that fits V (resolve B's "ref" first; B has "keys" and V is
    an object whose keys are all in B.keys, or B has "items", "entries" and V is an array, or B has "json" and V
    is a string, or B has none of these) and apply B.
@@ -204,7 +205,8 @@ def arguments_to_wire(target: str, provider_tool_name: str, arguments: Mapping[s
                       name_map: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """Route a provider's tool call back: (tool id, the arguments as the tool's own schema names them).
 
-    Undoes OpenAI strict lowering (a null for an optional property means omitted) and argument renames."""
+    Undoes OpenAI strict lowering (a null for an optional property means omitted) and argument renames. A JSON
+    string argument nested too deeply raises `shapes.TooDeep` (a ValueError)."""
     if name_map.get("target") != target:
         raise ValueError(f"name map is for {name_map.get('target')!r}, not {target!r}")
     entry = name_map.get("tools", {}).get(provider_tool_name)

@@ -9,16 +9,53 @@ library only (a router must not need `compiler`) and is kept in the generated co
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
+
+MAX_JSON_DEPTH = 64
+"""Levels of nesting below the top a JSON text from a model may have (the router's `validate.MAX_DEPTH`)."""
+_STRING_OR_BRACKET = re.compile(
+    r'"[^"\\]*+(?:\\.?[^"\\]*+)*+(?:"|\Z)|[\[\]{}]', re.DOTALL
+)
+"""A string (an unterminated one runs to the end: one pass, never a retry) or a bracket outside strings."""
 
 Shape = Mapping[str, Any]
 """How to rewrite one value: keys `rename`, `optional`, `properties`, `items`, `anyOf`, `keys`, `ref`,
 `entries`, `json` (see `compiler.providers.namemap`); `{}` leaves the value as it is."""
 
 
+class TooDeep(ValueError):
+    """A JSON text nested deeper than allowed: refused before `json.loads` recurses into it."""
+
+
+def nesting_over(text: str, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `text` opens more than `max_depth + 1` brackets at once outside its strings (exact, linear, no
+    decoding). Python's `json` recurses once per level: a few thousand levels raise RecursionError."""
+    if text.count("[") + text.count("{") <= max_depth + 1:
+        return False  # the common case: too few brackets to be too deep, strings or not
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        bracket = text[match.start()]
+        if bracket in "[{":
+            depth += 1
+            if depth > max_depth + 1:
+                return True
+        elif bracket in "]}":
+            depth -= 1
+    return False
+
+
+def loads(text: str, max_depth: int = MAX_JSON_DEPTH, **options: Any) -> Any:
+    """`json.loads(text, **options)` for text a model wrote: TooDeep (a ValueError) past `max_depth` levels."""
+    if nesting_over(text, max_depth):
+        raise TooDeep(f"nested deeper than {max_depth} levels; refused")
+    return json.loads(text, **options)
+
+
 def rewrite(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
-    """`value` (as the model produced it) rewritten by `shape`; `defs` holds the shapes `ref`s name."""
+    """`value` (as the model produced it) rewritten by `shape`; `defs` holds the shapes `ref`s name. A JSON string
+    nested too deeply raises TooDeep (the call is refused, never decoded)."""
     if "ref" in shape:
         shape = defs.get(shape["ref"], {})
     if isinstance(value, dict):
@@ -59,7 +96,9 @@ def _restore(value: Any, shape: Shape, defs: Mapping[str, Shape]) -> Any:
         }
     if shape.get("json") and isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads(value)
+        except TooDeep:
+            raise
         except ValueError:
             return value
     return value

@@ -205,7 +205,9 @@ def assert_same(project: Project, target: str, name: str, arguments: dict[str, A
                                  project.build.providers[target].names)
     entry = project.providers.resolve(target, name)
     assert entry is not None, (target, name)
-    got = (entry.tool_id, project.providers.to_tool_arguments(entry, copy.deepcopy(arguments)))
+    converted, problem = project.providers.to_tool_arguments(entry, copy.deepcopy(arguments))
+    assert problem is None
+    got = (entry.tool_id, converted)
     # repr: same keys in the same order, and True stays True (True == 1 for ==).
     assert repr(got) == repr(expected), (target, name, arguments)
 
@@ -255,7 +257,7 @@ def test_unknown_names_are_refused_and_tool_ids_pass_through(projects: dict[str,
     tool_id = "mcp:time:get_current_time"
     entry = providers.resolve("openai-chat", tool_id)
     assert entry is not None and entry.tool_id == tool_id
-    assert providers.to_tool_arguments(entry, {"timezone": None}) == {"timezone": None}
+    assert providers.to_tool_arguments(entry, {"timezone": None}) == ({"timezone": None}, None)
 
 
 # (c) End to end: a model's call in each provider's format reaches an in-process MCP server in wire form ------

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -64,10 +64,13 @@ def serve_args(project: Path, *extra: str) -> list[str]:
 
 
 @contextmanager
-def serving_http(project: Path, environ: dict[str, str], *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`toolc serve --transport http` on 127.0.0.1:<free port>; yields (base URL, process); stops it with SIGTERM."""
+def serving_http(project: Path, environ: dict[str, str], *extra: str,
+                 log: IO[bytes] | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`toolc serve --transport http` on 127.0.0.1:<free port>; yields (base URL, process); stops it with SIGTERM.
+    Its stderr goes to `log` when given (the caller's to read and close)."""
     port = free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    own_log = log is None
+    log = tempfile.TemporaryFile() if log is None else log  # noqa: SIM115 - closed in the finally below
     process = subprocess.Popen([sys.executable, *serve_args(project, "--transport", "http", "--port", str(port),
                                                             *extra)],
                                env=environ, stdout=subprocess.DEVNULL, stderr=log, cwd=project.parent)
@@ -76,7 +79,8 @@ def serving_http(project: Path, environ: dict[str, str], *extra: str) -> Iterato
         yield f"http://127.0.0.1:{port}", process
     finally:
         stop(process, timeout_s=30)
-        log.close()
+        if own_log:
+            log.close()
 
 
 def audit_rows(project: Path, database: Path | None = None) -> list[tuple[str, str, str, dict[str, Any]]]:

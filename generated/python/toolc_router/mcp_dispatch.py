@@ -3,6 +3,9 @@
 One connection per server, opened on first use and reused. Its `async with Client(...)` lives in an owner task
 (anyio scopes must be left by the task that entered them); callers share the client, at most `limit` at a time.
 A connection that dies is reopened on the next call.
+
+A stdio server's stderr does not reach ours as it is: it runs through a pipe and `redact`, line by line (a
+server that logs its token at start-up must not print it in the clear beside the router's own logs).
 """
 
 from __future__ import annotations
@@ -10,21 +13,58 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from ._env import expand, expand_all
+from ._tables import SECRET_ENV
 from ._types import RouterError, ServerSpec
+from .redact import redact, secret_values
 
 logger = logging.getLogger(__name__)
 ServerFactory = Callable[[], Any]
 """Returns anything `mcp.Client` accepts: a URL, `StdioServerParameters`, a transport, or an in-process server."""
+MAX_STDERR_LINE = 64 * 1024
+"""A server's stderr is redacted a line at a time; a longer line is redacted in pieces of this size."""
+
+
+def copy_redacted(source: int, secrets: list[str], sink: TextIO) -> None:
+    """Copy the lines read from file descriptor `source` to `sink`, each through `redact`, until end of file."""
+    with os.fdopen(source, "rb") as stream:
+        for line in iter(lambda: stream.readline(MAX_STDERR_LINE), b""):
+            sink.write(redact(line.decode("utf-8", "replace"), secrets, limit=None))
+            sink.flush()
+
+
+@contextlib.asynccontextmanager
+async def _stdio(
+    parameters: StdioServerParameters, secrets: list[str]
+) -> AsyncIterator[Any]:
+    """The SDK's stdio transport, with the server's stderr read through `redact` (a thread copies it to ours)."""
+    read_end, write_end = os.pipe()
+    errlog = os.fdopen(write_end, "w")
+    threading.Thread(
+        target=copy_redacted,
+        args=(read_end, secrets, sys.stderr),
+        name=f"toolc-stderr-{parameters.command}",
+        daemon=True,
+    ).start()
+    try:
+        async with stdio_client(parameters, errlog=errlog) as streams:
+            errlog.close()  # the server holds its own copy: the thread sees end of file when it exits
+            yield streams
+    finally:
+        errlog.close()
 
 
 @contextlib.asynccontextmanager
@@ -49,9 +89,10 @@ def server_target(spec: ServerSpec, environ: Mapping[str, str]) -> Any:
             raise RouterError(f"MCP server {spec.id!r} has no command to launch")
         env = expand_all(spec.env, environ) or None
         cwd = expand(spec.cwd, environ) if spec.cwd else None
-        return StdioServerParameters(
+        parameters = StdioServerParameters(
             command=command[0], args=command[1:], env=env, cwd=cwd
         )
+        return _stdio(parameters, secret_values(SECRET_ENV, environ))
     if not spec.url:
         raise RouterError(f"MCP server {spec.id!r} has no url")
     url = expand(spec.url, environ)

@@ -10,6 +10,9 @@ the arguments back to the tool's own form, through the name map the compiler emi
 (`schemas/<target>.names.json`, baked into `_tables.NAME_MAPS`): a null that OpenAI strict mode forced on an
 optional argument is dropped, keys the provider could not carry get their original names back, and maps sent as
 `{key, value}` entries or values sent as JSON strings (OpenAI strict) become the original objects again.
+
+JSON text from a model (the arguments, a JSON string inside them) is decoded only once its nesting is known to be
+within `validate.MAX_DEPTH` (`shapes.loads`): Python's `json` recurses, and a RecursionError is no refusal.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import discovery
 from ._tables import NAME_MAPS, TOOLS
 from ._types import InvocationContext, NameEntry, ToolResult
-from .shapes import rewrite
+from .shapes import TooDeep, loads, rewrite
 from .validate import MAX_DEPTH, json_problem
 
 if TYPE_CHECKING:
@@ -36,12 +39,19 @@ def _field(obj: Any, name: str) -> Any:
 
 def decode(raw: Any) -> tuple[dict[str, Any], str | None]:
     """(arguments, None), or ({}, why) when the model's arguments are not a JSON object; never raises."""
-    if raw is None or raw == "":
+    if raw is None or raw in ("", b""):
         return {}, None
     parsed = raw
-    if isinstance(raw, str | bytes):
+    if isinstance(raw, bytes):
         try:
-            parsed = json.loads(raw, parse_constant=_not_json)
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return {}, f"/: arguments are not valid UTF-8 (byte {exc.start})"
+    if isinstance(raw, str):
+        try:
+            parsed = loads(raw, MAX_DEPTH, parse_constant=_not_json)
+        except TooDeep as exc:
+            return {}, f"/: arguments are {exc}"
         except json.JSONDecodeError as exc:
             return (
                 {},
@@ -49,11 +59,6 @@ def decode(raw: Any) -> tuple[dict[str, Any], str | None]:
             )
         except ValueError as exc:
             return {}, f"/: arguments are not valid JSON ({exc})"
-        except RecursionError:
-            return (
-                {},
-                f"/: arguments are nested deeper than {MAX_DEPTH} levels; refused",
-            )
     if not isinstance(parsed, Mapping):
         return {}, f"/: arguments must be a JSON object, not {type(parsed).__name__}"
     problem = json_problem(
@@ -76,13 +81,20 @@ def resolve(target: str, provider_name: str) -> NameEntry | None:
     return None
 
 
-def to_tool_arguments(entry: NameEntry, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def to_tool_arguments(
+    entry: NameEntry, arguments: Mapping[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """(the arguments in the tool's own form, None), or ({}, why) when a JSON string in them is nested too deeply
+    to decode."""
     if not entry.arguments:
-        return dict(arguments)
-    wire: dict[str, Any] = rewrite(
-        dict(arguments), entry.arguments, entry.defs
-    )  # an object stays an object
-    return wire
+        return dict(arguments), None
+    try:
+        wire: dict[str, Any] = rewrite(
+            dict(arguments), entry.arguments, entry.defs
+        )  # an object stays an object
+    except TooDeep as exc:
+        return {}, f"/: a JSON-encoded argument is {exc}"
+    return wire, None
 
 
 def parse_openai(tool_call: Any) -> tuple[str, str, Any, str | None]:
@@ -132,7 +144,7 @@ async def route(
     if entry is None and name in discovery.NAMES and malformed is None:
         return await discovery.serve(router, name, arguments, call_id, context)
     if entry is not None and malformed is None:
-        arguments = to_tool_arguments(entry, arguments)
+        arguments, malformed = to_tool_arguments(entry, arguments)
     # Unknown names and malformed arguments still go through the router, so the refusal is audited like any other.
     result = await router.checked_call(
         entry.tool_id if entry is not None else name,

@@ -36,6 +36,7 @@ from .serve_http import (
     ServeError,
     uvicorn_server,
 )
+from .serve_limits import BODY_TIMEOUT, HEAD_TIMEOUT, MAX_SESSIONS, WRITE_TIMEOUT
 from .serve_mcp import MAX_CALLS, run_stdio
 
 
@@ -69,7 +70,31 @@ def parser() -> argparse.ArgumentParser:
         "--max-connections",
         type=int,
         default=MAX_CONNECTIONS,
-        help="open connections (http)",
+        help="open connections (http); past it the idlest is closed",
+    )
+    parse.add_argument(
+        "--max-sessions",
+        type=int,
+        default=MAX_SESSIONS,
+        help="MCP sessions of handshake-era clients (http); past it the idlest is evicted",
+    )
+    parse.add_argument(
+        "--head-timeout",
+        type=float,
+        default=HEAD_TIMEOUT,
+        help="seconds for a request line and headers to arrive (http)",
+    )
+    parse.add_argument(
+        "--body-timeout",
+        type=float,
+        default=BODY_TIMEOUT,
+        help="seconds for a request body to arrive (http)",
+    )
+    parse.add_argument(
+        "--write-timeout",
+        type=float,
+        default=WRITE_TIMEOUT,
+        help="seconds a client may leave its response unread (http)",
     )
     parse.add_argument(
         "--mode",
@@ -119,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
             max_body=options.max_body,
             max_calls=options.max_calls,
             max_connections=options.max_connections,
+            max_sessions=options.max_sessions,
+            head_timeout=options.head_timeout,
+            body_timeout=options.body_timeout,
+            write_timeout=options.write_timeout,
         )
     except ServeError as exc:
         print(f"toolc_router.serve: {exc}", file=sys.stderr)

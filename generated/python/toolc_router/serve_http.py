@@ -6,11 +6,14 @@
     POST /tools/{tool_name}/call   body: the model's flat JSON arguments; `tool_name` is a tool id, a name from
                                    tools/list, or a provider-facing name (`?provider=TARGET` says whose: its
                                    arguments are then rewritten by that target's name map, as the provider entry
-                                   points do). Answer: the MCP result `{"content": [...], "isError": false}`
-                                   (plus `structuredContent` for a JSON object result). Status 200 when the call
-                                   ran (even if the tool reported an error), 404 for an unknown tool, 422 for
-                                   arguments the router refused, 503 when the audit cannot record the call,
-                                   403 for any other refusal (a policy gate).
+                                   points do). Without `?provider=`, a name that means more than one tool in
+                                   those namespaces is refused (409), never guessed. Answer: the MCP result
+                                   `{"content": [...], "isError": false}` (plus `structuredContent` for a JSON
+                                   object result). Status 200 when the call ran (even if the tool reported an
+                                   error), 404 for an unknown tool, 409 for an ambiguous name, 422 for arguments
+                                   the router refused (schema, JSON, UTF-8, the wire rules), 503 when the audit
+                                   cannot record the call, 403 for any other refusal (a policy gate). Every
+                                   refusal is audited.
 
 Safe by default:
 - a loopback host (127.0.0.0/8, ::1, localhost) is the default bind; on any other address the server refuses to
@@ -18,8 +21,9 @@ Safe by default:
   request, on every route, must carry `Authorization: Bearer <token>` (compared with `hmac.compare_digest`);
 - on a loopback bind, `Host` and `Origin` must be loopback too (DNS rebinding), and a call must be
   `Content-Type: application/json`, which a web page cannot send cross-origin without a preflight;
-- request bodies are capped (`max_body`, 1 MiB by default: 413), at most `max_calls` tool calls run at once
-  and uvicorn accepts at most `max_connections` connections (503 beyond);
+- request bodies are capped (`max_body`, 1 MiB by default: 413), at most `max_calls` tool calls run at once;
+  every stage of a connection has a deadline and the connections and MCP sessions are bounded, with the idlest
+  evicted first when full (`serve_limits`);
 - shutdown (SIGINT/SIGTERM) lets running calls finish, closes the MCP sessions and server connections and flushes
   and closes the audit sink.
 """
@@ -30,16 +34,14 @@ import contextlib
 import dataclasses
 import hmac
 import ipaddress
+import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.streamable_http_manager import (
-    StreamableHTTPASGIApp,
-    StreamableHTTPSessionManager,
-)
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
     TransportSecurityMiddleware,
@@ -47,7 +49,7 @@ from mcp.server.transport_security import (
 )
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -55,8 +57,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import providers
 from ._tables import TARGETS
 from ._types import InvocationContext, RouterError, ToolResult
+from .policy import PolicyDecision
 from .router import Router
-from .serve_catalog import ServedCatalog
+from .serve_catalog import AmbiguousName, ServedCatalog
+from .serve_limits import (
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    MAX_SESSIONS,
+    WRITE_TIMEOUT,
+    BoundedSessionManager,
+    ServeConfig,
+    quiet_disconnects,
+)
 from .serve_mcp import MAX_CALLS, call_result, mcp_server
 
 TOKEN_ENV = "TOOLC_SERVE_TOKEN"
@@ -65,7 +77,13 @@ MAX_BODY = 1024 * 1024
 MAX_CONNECTIONS = 64
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-_REFUSED_STATUS = {"validation": 422, "unknown": 404, "audit": 503}
+_REFUSED_STATUS = {
+    "validation": 422,
+    "wire": 422,
+    "unknown": 404,
+    "name": 409,
+    "audit": 503,
+}
 
 
 class ServeError(RouterError):
@@ -144,8 +162,18 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped: text from outside (a key a model made up, with a lone
+    surrogate) cannot make the answer unencodable."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    return AsciiJSONResponse({"error": message}, status_code=status)
 
 
 def _answer(result: ToolResult) -> JSONResponse:
@@ -155,7 +183,7 @@ def _answer(result: ToolResult) -> JSONResponse:
     status = 200
     if result.denied_by is not None:
         status = _REFUSED_STATUS.get(result.denied_by, 403)
-    return JSONResponse(body, status_code=status)
+    return AsciiJSONResponse(body, status_code=status)
 
 
 def create_app(
@@ -166,6 +194,7 @@ def create_app(
     token: str | None = None,
     max_body: int = MAX_BODY,
     max_calls: int = MAX_CALLS,
+    max_sessions: int = MAX_SESSIONS,
     context: InvocationContext | None = None,
 ) -> Starlette:
     """The ASGI app. `host` is the address it will be bound to (loopback: Host/Origin checks); `token`, when given,
@@ -178,11 +207,13 @@ def create_app(
     )  # shared by /mcp and /tools: at most max_calls calls in all
     base = context or router.default_context
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
-    manager = StreamableHTTPSessionManager(
+    quiet_disconnects()
+    manager = BoundedSessionManager(
         mcp_server(router, served, limiter=limiter),
         json_response=True,
         security_settings=security,
         max_request_body_size=max_body,
+        max_sessions=max_sessions,
     )
 
     async def list_tools(request: Request) -> Response:
@@ -214,20 +245,27 @@ def create_app(
                 404,
                 f"no provider {target!r} in this project (compiled: {', '.join(TARGETS)})",
             )
-        tool_id, map_target = served.resolve(name, target)
-        raw = await request.body()
-        arguments, malformed = providers.decode(
-            raw.decode("utf-8", errors="replace") if raw else None
-        )
+        denied: PolicyDecision | None = None
+        try:
+            tool_id, map_target = served.resolve(name, target)
+        except AmbiguousName as exc:
+            tool_id, map_target = None, None
+            denied = PolicyDecision(False, "name", str(exc))
+        try:
+            body = await request.body()
+        except ClientDisconnect:  # gone, or too slow (serve_limits answered 408)
+            return Response(status_code=408)
+        # Bytes as sent: invalid UTF-8 is refused, never replaced and passed on.
+        arguments, malformed = providers.decode(body)
         if map_target is not None and malformed is None:
             entry = providers.resolve(map_target, name)
             if entry is not None:
-                arguments = providers.to_tool_arguments(entry, arguments)
+                arguments, malformed = providers.to_tool_arguments(entry, arguments)
         async with limiter:
             result = await router.checked_call(
-                tool_id or name, arguments, http_context, malformed
+                tool_id or name, arguments, http_context, malformed, denied=denied
             )
-        if tool_id is None and result.denied_by is not None:
+        if tool_id is None and denied is None and result.denied_by is not None:
             result.denied_by = "unknown"
         return _answer(result)
 
@@ -264,6 +302,10 @@ def uvicorn_server(
     max_body: int = MAX_BODY,
     max_calls: int = MAX_CALLS,
     max_connections: int = MAX_CONNECTIONS,
+    max_sessions: int = MAX_SESSIONS,
+    head_timeout: float = HEAD_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    write_timeout: float = WRITE_TIMEOUT,
     log_level: str = "warning",
 ) -> uvicorn.Server:
     """A configured uvicorn server for the app; raises ServeError before binding anything if it must not start."""
@@ -275,14 +317,18 @@ def uvicorn_server(
         token=token,
         max_body=max_body,
         max_calls=max_calls,
+        max_sessions=max_sessions,
     )
-    config = uvicorn.Config(
+    config = ServeConfig(
         app,
+        head_timeout=head_timeout,
+        body_timeout=body_timeout,
+        write_timeout=write_timeout,
+        max_connections=max_connections,
         host=host,
         port=port,
         lifespan="on",
         log_level=log_level,
-        limit_concurrency=max_connections,
         timeout_graceful_shutdown=30,
         server_header=False,
         proxy_headers=False,

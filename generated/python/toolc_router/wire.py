@@ -58,6 +58,10 @@ PRESET = "the preset "
 """Owners of keys that every request carries (`_Keys`)."""
 
 
+class WireRefusal(RouterError):
+    """The model's arguments cannot go on the wire by these rules (the router audits it as a violation)."""
+
+
 @dataclass(slots=True)
 class HttpRequest:
     """What goes on the wire: the URL with its encoded query, headers, cookies and the encoded body."""

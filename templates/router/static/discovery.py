@@ -6,7 +6,8 @@ toolc; do not edit.
     toolc_describe_tool  {tool}              one tool's full description and input schema
     toolc_call_tool      {tool, arguments?}  the tool called by id, through the router's policy and validation
 
-`arguments` may arrive as a JSON-encoded string (OpenAI strict sends free-form objects that way): it is decoded.
+`arguments` may arrive as a JSON-encoded string (OpenAI strict sends free-form objects that way): it is decoded
+once its nesting is known to be within `validate.MAX_DEPTH` (`shapes.loads`), else the call is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._types import InvocationContext, ToolResult
 from .ranking import SearchEntry, SearchIndex
+from .shapes import TooDeep, loads
+from .validate import MAX_DEPTH
 
 if TYPE_CHECKING:
     from .router import Router
@@ -95,7 +98,9 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
         return {}, None
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads(raw, MAX_DEPTH)
+        except TooDeep as exc:
+            return None, f"/arguments: {exc}"
         except ValueError:
             return None, "/arguments: not valid JSON"
     if not isinstance(raw, dict):

@@ -21,7 +21,7 @@ import httpx2
 from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
 from .environment import base_url_for, credentials_for, expand_presets
 from .validate import json_problem
-from .wire import HttpRequest, build_request
+from .wire import HttpRequest, WireRefusal, build_request
 
 _NO_COOKIES = DefaultCookiePolicy(allowed_domains=[])
 MAX_RESPONSE_BYTES = 32 << 20
@@ -41,20 +41,28 @@ class HttpDispatcher:
         self._semaphores: dict[str, asyncio.Semaphore] = {}
 
     def request_for(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> HttpRequest:
-        # Only `Router._dispatch` calls here, for a tool with an HTTP binding, whose source `_tables` always
-        # lists among the HTTP APIs.
+        """The request `arguments` make: WireRefusal when the wire rules refuse them, RouterError when the
+        configuration is incomplete (an unset variable, no base URL)."""
+        # Only the router calls here, for a tool with an HTTP binding, whose source `_tables` always lists among
+        # the HTTP APIs.
         assert tool.http is not None
         api = self._apis[tool.source]
-        return build_request(
-            tool.http,
-            base_url_for(api, tool.http.base_url, self._environ),
-            arguments,
-            expand_presets(tool.fixed_params, self._environ),
-            credentials_for(api, tool.http, self._environ),
-        )
+        base_url = base_url_for(api, tool.http.base_url, self._environ)
+        presets = expand_presets(tool.fixed_params, self._environ)
+        credentials = credentials_for(api, tool.http, self._environ)
+        try:
+            return build_request(tool.http, base_url, arguments, presets, credentials)
+        except RouterError as exc:
+            raise WireRefusal(str(exc)) from None
 
-    async def call(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> ToolResult:
-        request = self.request_for(tool, arguments)
+    async def call(
+        self,
+        tool: ToolSpec,
+        arguments: Mapping[str, Any],
+        request: HttpRequest | None = None,
+    ) -> ToolResult:
+        """Send the request (`request`, when the router built it already) and read the answer."""
+        request = request or self.request_for(tool, arguments)
         api = self._apis[tool.source]
         if self._client is None:
             # No redirects followed, no cookies kept: each request carries exactly what its binding allows, never

@@ -43,6 +43,18 @@ class UnknownCursor(ValueError):
     """A `tools/list` cursor this server never handed out."""
 
 
+class AmbiguousName(ValueError):
+    """A name the flat endpoint was given without `?provider=` that means more than one tool."""
+
+    def __init__(self, name: str, tool_ids: list[str]) -> None:
+        shown = name if len(name) <= 200 else name[:200] + "…"
+        super().__init__(
+            f"{shown!r} names {len(tool_ids)} tools ({', '.join(tool_ids)}): call it by tool id, or add "
+            "?provider=TARGET to say whose name it is"
+        )
+        self.tool_ids = tool_ids
+
+
 def default_schemas_dir() -> Path:
     """`<output>/schemas`, seen from `<output>/python/toolc_router/`, unless `TOOLC_SCHEMAS_DIR` says otherwise."""
     configured = os.environ.get(SCHEMAS_DIR_ENV)
@@ -197,20 +209,25 @@ class ServedCatalog:
         """(tool id or None, the target whose name map to rewrite the arguments with, or None).
 
         With `provider`, `name` is that target's provider-facing name (or a tool id). Without, it is a tool id, a
-        served MCP name, or else a provider-facing name of the first target (in `TARGETS` order) that has it."""
+        served MCP name or a provider-facing name of some target, and it must mean one tool in all of them:
+        AmbiguousName otherwise (never a guess: `purge_cache` may be one tool's MCP name and, to OpenAI, another's).
+        A tool id never collides (ids hold a `:`, which no served or provider name does)."""
         if provider is not None:
             entry = NAME_MAPS.get(provider, {}).get(name)
             if entry is not None:
                 return entry.tool_id, provider
             return (name if name in TOOLS else None), None
         tool_id = self.tool_id(name)
-        if tool_id is not None:
+        if tool_id is not None and tool_id == name:
             return tool_id, None
+        found: dict[str, str | None] = {} if tool_id is None else {tool_id: None}
         for target in TARGETS:
             entry = NAME_MAPS.get(target, {}).get(name)
             if entry is not None:
-                return entry.tool_id, target
-        return None, None
+                found.setdefault(entry.tool_id, target)
+        if len(found) > 1:
+            raise AmbiguousName(name, sorted(found))
+        return next(iter(found.items()), (None, None))
 
     def provider_file(self, target: str) -> Path | None:
         """`schemas/<target>.json` for a compiled target, if the file is there."""
