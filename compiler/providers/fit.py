@@ -174,7 +174,8 @@ def _forms(files: Mapping[str, Any], discovery: Mapping[str, Any], toolset_files
     if "deferred" in files:
         row = files["deferred"]
         forms["deferred"] = {"file": row["file"], "start_tokens": row["start_tokens"], "sendable": row["sendable"]}
-    forms["discovery"] = {"file": discovery["file"], "start_tokens": discovery["tokens"], "sendable": True}
+    forms["discovery"] = {"file": files["discovery"]["file"] if "discovery" in files else None,
+                          "start_tokens": discovery["tokens"], "sendable": True}
     return forms
 
 
