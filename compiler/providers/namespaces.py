@@ -54,8 +54,9 @@ def plan_namespaces(toolsets: Sequence[Toolset], tools: Mapping[str, Tool], size
         placed.update(tool.id for tool in members)
         base = toolset.name if toolset.origin == "glob" else _SPLIT_SUFFIX.sub("", toolset.name)
         common = _common_segments(members)
-        for group in _even_groups(sorted(members, key=_resource_key), size):
-            label = _label(group, common)
+        groups = list(_even_groups(sorted(members, key=_resource_key), size))
+        for group in groups:
+            label = _label(group, common) if len(groups) > 1 else ""
             name = _unique(_namespace_name(f"{base}_{label}" if label else base), taken)
             out.append(Namespace(name, describe(group), tuple(tool.id for tool in group)))
     return out
