@@ -184,3 +184,47 @@ def test_anthropic_sdk_sends_the_file_and_the_tool_use_routes_back(pets: tuple[A
             router.audit.close()
     assert (result.tool_id, result.is_error) == ("openapi:petstore:find pet by id", False)
     assert Recorder.requests[-1]["path"] == "/api/pets/4"
+
+
+def test_report_and_list_tokens_say_what_each_form_costs(github: Build) -> None:
+    from click.testing import CliRunner
+
+    from compiler.cli import main
+
+    forms = github.report_extra()["targets"]["openai-responses"]["forms"]
+    assert set(forms) == {"all", "toolsets", "deferred", "discovery"} and forms == _forms(github, "openai-responses")
+    out = CliRunner().invoke(main, ["list", "--tokens", "--target", "openai-responses,gemini",
+                                    str(ROOT / "fixtures/openapi/params.yaml")])
+    assert out.exit_code == 0, out.output
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("openai-responses ", "gemini "))]
+    deferral = [row for row in rows if row[1:3] == ["native", "deferral"]]
+    assert [row[0] for row in deferral] == ["openai-responses"]  # Gemini has no deferral: discovery is its way
+    assert deferral[0][-1] == "schemas/openai-responses.deferred.json" and int(deferral[0][3].replace(",", "")) > 0
+    assert sum(row[1] == "discovery" for row in rows) == 2
+
+
+def test_namespaces_keep_resources_together_in_even_groups() -> None:
+    from compiler.ir import HttpBinding, Tool
+    from compiler.providers.namespaces import plan_namespaces
+    from compiler.providers.toolsets import Toolset
+
+    def operation(path: str, method: str, title: str) -> Tool:
+        return Tool(id=f"openapi:api:{method}{path}", source="api", name=f"{method}{path}", description="",
+                    title=title, input_schema={"type": "object"},
+                    binding=HttpBinding(method=method, path=path, base_url="http://127.0.0.1", arguments=()))
+
+    hooks = [operation(f"/repos/{{r}}/hooks{suffix}", method, f"{verb} a webhook")
+             for suffix, method, verb in [("", "GET", "List"), ("", "POST", "Create"), ("/{id}", "GET", "Get"),
+                                          ("/{id}", "PATCH", "Update"), ("/{id}", "DELETE", "Delete")]]
+    keys = [operation(f"/repos/{{r}}/keys{suffix}", method, title)
+            for suffix, method, title in [("", "GET", "List deploy keys"), ("", "POST", "Create a deploy key"),
+                                          ("/{id}", "GET", "Get a deploy key"), ("/{id}", "DELETE", "Delete a deploy key"),
+                                          ("/{id}/x", "GET", "Check a deploy key")]]
+    tools = {tool.id: tool for tool in [*keys, *hooks]}
+    toolset = Toolset("api-repos-1", tuple(sorted(tools)), "tag")
+    first, second = plan_namespaces([toolset], tools)
+    assert (len(first.tool_ids), len(second.tool_ids)) == (5, 5)  # 10 tools: 5 + 5, not 9 + 1
+    assert {first.name, second.name} == {"api_repos_hooks", "api_repos_keys"}
+    hooks_namespace = first if first.name.endswith("hooks") else second
+    assert hooks_namespace.description == "Delete, list, get, update, create a webhook"  # by path, then method
+    assert plan_namespaces([toolset], tools) == [first, second]  # deterministic
