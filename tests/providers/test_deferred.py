@@ -165,6 +165,8 @@ def test_anthropic_sdk_sends_the_file_and_the_tool_use_routes_back(pets: tuple[A
 
     module, folder = pets
     tools = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
+    assert isinstance(tools, list) and tools[0]["type"] == "tool_search_tool_bm25_20251119"
+    assert len(tools) == 13 and all(tool["defer_loading"] is True for tool in tools[1:])  # the 12 operations
     name = _provider_name(folder, "anthropic", "openapi:petstore:find pet by id")
     answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
               "content": [{"type": "tool_use", "id": "toolu_1", "name": name, "input": {"id": 4}}],
