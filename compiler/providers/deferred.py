@@ -73,6 +73,7 @@ def plan(deferral: Deferral, tool_ids: Sequence[str], namespaces: Sequence[Names
         skeleton.append({**head, "tools": [_placeholder(len(ids) + i) for i in range(len(members))]})
         view.append(head)
         ids.extend(members)
+    assert len(ids) == len(wanted), "a tool in no namespace"  # every tool is in a toolset, so in a namespace
     return DeferredForm(ids, skeleton, view, len(view) - 1)
 
 

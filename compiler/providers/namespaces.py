@@ -91,11 +91,13 @@ def _even_groups(members: Sequence[Tool], size: int) -> Iterable[Sequence[Tool]]
 
 
 def _label(group: Sequence[Tool], common: frozenset[str]) -> str:
-    """The path segment most of the group's operations name and the rest of the toolset does not ("" for MCP)."""
-    counts = Counter(segment for tool in group if isinstance(tool.binding, HttpBinding)
-                     for segment in dict.fromkeys(_segments(tool.binding.path)) if segment not in common)
-    if not counts:
-        return ""
+    """The path segment most of the group's operations name and the rest of the toolset does not; "" when most
+    name none (operations on the toolset's own resource, MCP tools)."""
+    counts: Counter[str] = Counter()
+    for tool in group:
+        own = [segment for segment in _segments(tool.binding.path) if segment not in common] \
+            if isinstance(tool.binding, HttpBinding) else []
+        counts.update(list(dict.fromkeys(own)) or [""])
     best = max(counts.values())
     return next(segment for segment in counts if counts[segment] == best)
 
