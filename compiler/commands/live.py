@@ -228,7 +228,8 @@ def _list_tokens(config: Config, inputs: Any, *, live: bool, as_json: bool, verb
             for tool_id, entry in sorted(index["tools"].items())]
     totals = {target: {"tokens": row["files"]["all"]["all_tools_tokens"], "tools": row["files"]["all"]["tools"],
                        "fits_one_request": row["files"]["all"]["fits"], "budget": row["budget"],
-                       "method": row["tokens_method"]} for target, row in index["targets"].items()}
+                       "method": row["tokens_method"], "forms": row["forms"]}
+              for target, row in index["targets"].items()}
     if as_json:
         click.echo(canonical_json({"tools": rows, "targets": totals,
                                    "toolsets": {name: {target: {"tools": t["tools"], "tokens": t["tokens"]}
@@ -245,6 +246,7 @@ def _list_tokens(config: Config, inputs: Any, *, live: bool, as_json: bool, verb
         budget = f", budget {total['budget']}" if total["budget"] is not None else ""
         fits = "" if total["fits_one_request"] else " (over the request limit: send a toolset)"
         click.echo(f"{target}: {total['tools']} tools, {total['tokens']} tokens{budget}{fits}; {total['method']}")
+    _forms_table(totals)
     click.echo(f"toolc: {len(rows)} tools in {len(index['toolsets'])} toolsets", err=True)
 
 
@@ -255,6 +257,26 @@ def _row(tool: Tool, settings: OpenApiConfig | None) -> dict[str, Any]:
     if assessment is not None and assessment.reason:
         row["risk_reason"] = assessment.reason
     return row
+FORMS = {"all": "every tool", "toolsets": "toolsets", "deferred": "native deferral", "discovery": "discovery"}
+
+
+def _forms_table(totals: dict[str, Any]) -> None:
+    """Per target, what each form costs at the start of a request (the model sees nothing else of the API until
+    it searches or calls), so the cheapest form that fits can be chosen."""
+    click.echo(f"\n{'TARGET':<18}{'FORM':<17}{'START TOKENS':>13}  SEND")
+    for target, total in totals.items():
+        for form, label in FORMS.items():
+            row = total["forms"].get(form)
+            if row is None:
+                continue
+            tokens = f"{row['start_tokens']:,}"
+            if form == "toolsets":
+                send = f"one of {row['files']} files (median {row['median_tokens']:,}; the largest shown)"
+            elif not row["sendable"]:
+                send = "no: over a request's limits" if form != "all" else "no: over the request's tool limit"
+            else:
+                send = row["file"] or "not written (toolsets.discovery: true writes it)"
+            click.echo(f"{target:<18}{label:<17}{tokens:>13}  {send}")
 
 
 def _table(rows: list[dict[str, Any]]) -> None:

@@ -10,8 +10,9 @@
     emit.py      `emit_providers` → {target: TargetOutput} (schemas/<target>.json, .names.json, report sizes)
     transforms.py  reversible strict transforms (maps → {key, value} entries, free-form → JSON strings)
     descriptions.py · examples.py   boundary cuts; Claude `input_examples` from valid document examples
-    fit.py       `emit_fit`: toolsets (toolsets.py), discovery (discovery.py) and deferred forms, tokens
-                 (tokens.py, o200k_base offline), budgets, schemas/toolsets/index.json
+    fit.py       `emit_fit`: toolsets (toolsets.py), discovery (discovery.py) and the providers' deferred forms
+                 (deferred.py; OpenAI namespaces: namespaces.py), tokens (tokens.py, o200k_base offline), budgets,
+                 schemas/toolsets/index.json
     codes.py     TC401-TC449, TC770-TC779 and their severities  (`toolc explain` is `compiler/commands/explain.py`)
 """
 

@@ -27,7 +27,7 @@ from compiler.providers.base import (
     is_typed,
     on,
 )
-from compiler.providers.dialect import Budget, Dialect, Lowered, LowerEnv, tool_description
+from compiler.providers.dialect import Budget, Deferral, Dialect, Lowered, LowerEnv, tool_description
 from compiler.providers.examples import input_examples
 from compiler.providers.hoist import hoist_root, rename_keys
 from compiler.providers.passes import (
@@ -117,7 +117,10 @@ def _root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
 
 TOOL_SEARCH: JsonObject = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
 """Claude's server-side tool search (a natural-language query over the deferred tools)."""
-DEFERRED_FORMAT = 1
+MAX_DEFERRED_TOOLS = 10_000
+"""Tools a tool search catalog may hold (platform.claude.com, tool search tool: limits)."""
+MAX_REQUEST_BYTES = 32_000_000
+"""The Messages API's request size limit (32 MB)."""
 
 
 class AnthropicDialect(Dialect):
@@ -132,6 +135,7 @@ class AnthropicDialect(Dialect):
     loose_root = (_root,)
     budget = Budget(strict_tools=20, optional_parameters=24, union_parameters=16)
     strict_option = "anthropic_strict"
+    deferral = Deferral(search_tool=TOOL_SEARCH, max_tools=MAX_DEFERRED_TOOLS, max_bytes=MAX_REQUEST_BYTES)
 
     def over_budget(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:
         return self.share_defs(tool, env, ctx, budget)  # the Messages API accepts $defs (providers.md §2.2)
@@ -150,13 +154,6 @@ class AnthropicDialect(Dialect):
             definition["strict"] = True
         return Lowered(tool=tool, name=name, definition=definition, parameters=parameters, strict=strict,
                        losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
-
-    def deferred(self, tools_files: list[str]) -> JsonObject | None:
-        """Claude's tool search: every tool of `tools_files` with `defer_loading: true`, beside the server-side BM25
-        search tool, which loads the 3-5 tools a request needs (platform.claude.com tool-search-tool). The request
-        is `[tool_search, *({**tool, "defer_loading": True} for each tool of the files)]` (README)."""
-        return {"format": DEFERRED_FORMAT, "tool_search": dict(TOOL_SEARCH), "defer_loading": True,
-                "tools_files": list(tools_files)}
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
         from compiler.providers.validate import validate_anthropic  # the validator reads this module's tables

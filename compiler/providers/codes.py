@@ -73,6 +73,8 @@ DISCOVERY_FORM = "TC771"
 """More tools than one request accepts: `schemas/<target>.json` holds the discovery form; toolsets hold the tools."""
 EMPTY_TOOLSET = "TC772"
 """A `toolsets.globs` entry matches no tool."""
+DEFERRED_OVER_LIMIT = "TC773"
+"""The provider's deferred form would exceed a request (size or tool count): not written; send toolset files."""
 
 INLINE_OVER_BUDGET = "TC450"
 """Inlined, the tool's schema would pass `providers.max_inline_nodes` and the target cannot share `$defs`: left out."""
@@ -87,6 +89,7 @@ SEVERITY: dict[str, Severity] = {
     OVER_BUDGET: Severity.ERROR,
     DISCOVERY_FORM: Severity.WARNING,
     EMPTY_TOOLSET: Severity.WARNING,
+    DEFERRED_OVER_LIMIT: Severity.WARNING,
     NAMESAKE: Severity.WARNING,
     MALFORMED_SCHEMA: Severity.WARNING,
     TOO_MANY_TOOLS: Severity.WARNING,

@@ -154,6 +154,22 @@ class Budget:
                 f"{self.union_parameters} union parameters")
 
 
+@dataclass(frozen=True)
+class Deferral:
+    """A provider's own deferred loading: every tool sent with `defer_loading: true` beside its tool search tool,
+    which loads the few a request needs (`deferred.py` writes it as `schemas/<target>.deferred.json`)."""
+
+    search_tool: JsonObject
+    """The tool search tool, first in the array."""
+    group_type: str | None = None
+    """The wrapper type the deferred functions are grouped in (OpenAI: `namespace`, whose names and descriptions
+    the model sees before it searches), or None: listed one by one and unseen until found (Claude)."""
+    max_tools: int | None = None
+    """Deferred tools one request may carry (None: none documented)."""
+    max_bytes: int | None = None
+    """The request size limit the whole array must stay under (None: none documented)."""
+
+
 class Dialect(ABC):
     """One provider target. Subclasses set the class attributes and write `wrap` and `validate`; the other hooks
     have working defaults."""
@@ -183,6 +199,8 @@ class Dialect(ABC):
     """The way out `over_budget`'s diagnostic (TC450) suggests."""
     strict_option: ClassVar[str | None] = None
     """The `providers:` option that turns strict on (None: strict whenever the wrapper has a strict flag)."""
+    deferral: ClassVar[Deferral | None] = None
+    """The provider's own deferred loading (None: it has none; toolc's discovery form is the fallback)."""
 
     @property
     def group(self) -> str:
@@ -254,12 +272,6 @@ class Dialect(ABC):
     def definitions_of(self, tools: list[JsonObject]) -> list[JsonObject]:
         """The inverse of `tools_array`."""
         return tools
-
-    def deferred(self, tools_files: list[str]) -> JsonObject | None:
-        """The provider's own deferred-loading form (every tool loaded on demand through its tool search) of the
-        tools in `tools_files` (output paths of this target's tools arrays), or None when it has none. It names
-        those files rather than copying every definition again (`fit.py`)."""
-        return None
 
     def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:
         """(optional, union) parameters of one strict schema, as `budget` counts them."""

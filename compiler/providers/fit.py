@@ -1,14 +1,15 @@
-"""Fit every target's output to what one request may carry: toolsets, the discovery form, Claude's deferred form,
-token counts and budgets. Runs after the providers stage, before codegen (the router serves discovery from it).
+"""Fit every target's output to what one request may carry: toolsets, the discovery form, the provider's deferred
+form, token counts and budgets. Runs after the providers stage, before codegen (the router serves discovery from it).
 
 Files (per target T, beside `schemas/T.json`):
     schemas/toolsets/<name>.T.json   one toolset's tools array (fits T's request limit)
-    schemas/toolsets/index.json      toolset → tools and, per target, file/tools/tokens; tool → toolsets, tokens
+    schemas/toolsets/index.json      toolset → tools and, per target, file/tools/tokens; tool → toolsets, tokens;
+                                     per target, what each form costs at the start of a request (`forms`)
     schemas/discovery.T.json         the three meta-tools (`discovery.py`)
-    schemas/T.deferred.json          the provider's own deferred-loading form, where it has one (Claude): its
-                                     search tool and the files holding T's tools, which every tool of the request
-                                     takes from with `defer_loading: true`; it names them rather than copying every
-                                     definition a second time (Graph: 273 MB saved)
+    schemas/T.deferred.json          the provider's own deferred loading, where it has one (`deferred.py`): the
+                                     `tools` argument as is, its search tool and every tool with
+                                     `defer_loading: true` (OpenAI Responses: in `namespace` groups,
+                                     `namespaces.py`); left out with TC773 when it would exceed a request
 
 Budgets (`budgets:` in the project file) apply to every file of T that holds tools as they are: `schemas/T.json`
 (when it holds them) and each toolset file; over budget is TC770, naming the file's largest tools.
@@ -32,14 +33,15 @@ from typing import Any, BinaryIO
 from compiler.build import Build, TargetOutput
 from compiler.config import Config
 from compiler.diagnostics import Diagnostic
-from compiler.ir import JsonObject
-from compiler.providers import codes, spans, tokens
-from compiler.providers.dialect import LowerEnv
+from compiler.ir import JsonObject, Tool
+from compiler.providers import codes, deferred, spans, tokens
+from compiler.providers.dialect import Deferral, Dialect, LowerEnv
 from compiler.providers.discovery import meta_tools
 from compiler.providers.emit import layout_of, set_aside
 from compiler.providers.lower import lower_tool, wants_strict
+from compiler.providers.namespaces import Namespace, plan_namespaces
 from compiler.providers.registry import ALIASES, PROVIDERS
-from compiler.providers.toolsets import plan_toolsets
+from compiler.providers.toolsets import Toolset, plan_toolsets
 from compiler.serialize import canonical_json
 
 INDEX_FORMAT = 1
@@ -109,6 +111,74 @@ def _tools_file(build: Build, path: str) -> Iterator[BinaryIO]:
         yield source
 
 
+class _Namespaces:
+    """The namespaces, planned once for the targets that group deferred functions."""
+
+    def __init__(self) -> None:
+        self.planned: list[Namespace] | None = None
+
+    def __call__(self, toolsets: list[Toolset], by_id: Mapping[str, Tool]) -> list[Namespace]:
+        if self.planned is None:
+            self.planned = plan_namespaces(toolsets, by_id)
+        return self.planned
+
+
+def _deferred(build: Build, dialect: Dialect, layout: spans.Layout, source: BinaryIO,
+              namespaces: list[Namespace]) -> dict[str, Any]:
+    """Write `schemas/<target>.deferred.json`, or say why it cannot be sent (TC773); its index row."""
+    deferral = dialect.deferral
+    assert deferral is not None
+    path = f"schemas/{dialect.target}.deferred.json"
+    form = deferred.plan(deferral, list(layout.spans), namespaces)
+    row: dict[str, Any] = {"file": path, "tools": len(form.tool_ids), "start_tokens": deferred.start_tokens(form)}
+    if deferral.group_type is not None:
+        row["namespaces"] = form.groups
+    # The definitions alone may already be too big: then the file is never written (Graph's would be 273 MB).
+    size = sum(span.length for span in layout.spans.values())
+    over = _over_limits(deferral, size, len(form.tool_ids))
+    if not over:
+        size = build.files.write_chunks(path, deferred.chunks(form, layout, source))
+        over = _over_limits(deferral, size, len(form.tool_ids))
+        if over:
+            del build.files[path]
+    row["bytes"] = size
+    row["sendable"] = not over
+    if over:
+        row.update(file=None, why="; ".join(over))
+        build.diagnostics.add(_diag(codes.DEFERRED_OVER_LIMIT, (
+            f"{path} not written: with every tool deferred the request would carry {' and '.join(over)}; send a "
+            f"toolset file with the search tool beside its tools, each with defer_loading: true "
+            f"(schemas/toolsets/index.json)"), dialect.target))
+    return row
+
+
+def _over_limits(deferral: Deferral, size: int, count: int) -> list[str]:
+    """Why a deferred request of `size` bytes and `count` tools cannot be sent (empty: it can)."""
+    over = []
+    if deferral.max_bytes is not None and size > deferral.max_bytes:
+        over.append(f"{size:,} bytes or more, over the {deferral.max_bytes:,}-byte request limit")
+    if deferral.max_tools is not None and count > deferral.max_tools:
+        over.append(f"{count:,} tools, over the {deferral.max_tools:,} its tool search holds")
+    return over
+
+
+def _forms(files: Mapping[str, Any], discovery: Mapping[str, Any], toolset_files: list[tuple[str, list[str], int]],
+           all_tokens: int, fits: bool) -> dict[str, Any]:
+    """What each way of giving the model the API costs at the start of a request, and whether it can be sent."""
+    costs = sorted(cost for _path, ids, cost in toolset_files if ids)
+    forms: dict[str, Any] = {
+        "all": {"file": files["all"]["file"] if fits else None, "start_tokens": all_tokens, "sendable": fits},
+        "toolsets": {"files": len(costs), "start_tokens": costs[-1] if costs else 0,
+                     "median_tokens": costs[len(costs) // 2] if costs else 0, "sendable": True},
+    }
+    if "deferred" in files:
+        row = files["deferred"]
+        forms["deferred"] = {"file": row["file"], "start_tokens": row["start_tokens"], "sendable": row["sendable"]}
+    forms["discovery"] = {"file": files["discovery"]["file"] if "discovery" in files else None,
+                          "start_tokens": discovery["tokens"], "sendable": True}
+    return forms
+
+
 def emit_fit(build: Build) -> None:
     """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets.
 
@@ -120,6 +190,7 @@ def emit_fit(build: Build) -> None:
     emitted_ids = sorted({tool_id for output in build.providers.values() for tool_id in output.tools})
     by_id = {tool.id: tool for tool in build.catalog.tools}
     toolsets, empty = plan_toolsets([by_id[i] for i in emitted_ids], config, toolset_limit(build))
+    namespaces = _Namespaces()
     for name in empty:
         build.diagnostics.add(_diag(codes.EMPTY_TOOLSET, f"toolset {name!r}: its globs match no tool"))
     member_of: dict[str, list[str]] = {}
@@ -149,14 +220,17 @@ def emit_fit(build: Build) -> None:
                 cost = spans.array_tokens(layout, ids)
                 sendable.append((path, ids, cost))
                 index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids), "tokens": cost}
+            if dialect.deferral is not None:
+                files["deferred"] = _deferred(build, dialect, layout, source, namespaces(toolsets, by_id))
         all_ids = list(layout.spans)
         fits = dialect.caps.max_tools is None or len(all_ids) <= dialect.caps.max_tools
         all_tokens = spans.array_tokens(layout, all_ids)
+        discovery = canonical_json(_discovery(build, target))
+        discovery_row = {"file": f"schemas/discovery.{target}.json", "tools": 3,
+                         "tokens": tokens.count_bytes(discovery)}
         if config.discovery or not fits:
-            discovery = canonical_json(_discovery(build, target))
             build.add_file(f"schemas/discovery.{target}.json", discovery)
-            files["discovery"] = {"file": f"schemas/discovery.{target}.json", "tools": 3,
-                                  "tokens": tokens.count_bytes(discovery)}
+            files["discovery"] = discovery_row
             if not fits:
                 # Replacing a file the providers stage added, deliberately: this one must be sendable. Its
                 # definitions stay readable from `build.providers[target].tools`.
@@ -166,13 +240,6 @@ def emit_fit(build: Build) -> None:
                     f"{len(all_ids)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the discovery "
                     f"form (search, describe, call by id); send a toolset file instead to give the model the tools "
                     f"themselves (schemas/toolsets/index.json)"), target))
-        holding = [all_path] if fits else [path for path, ids, _cost in sendable if ids]
-        deferred = dialect.deferred(holding)
-        if deferred is not None:
-            data = canonical_json(deferred)
-            build.add_file(f"schemas/{target}.deferred.json", data)
-            files["deferred"] = {"file": f"schemas/{target}.deferred.json", "tools": len(all_ids),
-                                 "tokens": tokens.count_bytes(data)}
         files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
                         "tokens": all_tokens if fits else files["discovery"]["tokens"]}
         if fits:
@@ -183,11 +250,12 @@ def emit_fit(build: Build) -> None:
             build.diagnostics.add(_diag(codes.OVER_BUDGET, (
                 f"{cost} tokens, over the budget of {limits[target]}; largest: "
                 f"{_largest(costs, names, ids)} ({path}, {len(ids)} tools)"), target))
+        forms = _forms(files, discovery_row, sendable[1 if fits else 0:], all_tokens, fits)
         index_targets[target] = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
-                                 "budget": limits.get(target)}
+                                 "budget": limits.get(target), "forms": forms}
         summary = dict(output.summary)
         summary.update(tokens=all_tokens, tokens_method=tokens.method(dialect.tokenizer_exact), toolsets=len(toolsets),
-                       fits_one_request=fits)
+                       fits_one_request=fits, forms=forms)
         build.providers[target] = replace(output, summary=summary)
     index = {"format": INDEX_FORMAT, "tokenizer": tokens.ENCODING, "limit": toolset_limit(build),
              "toolsets": index_sets, "targets": index_targets,

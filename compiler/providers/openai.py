@@ -30,7 +30,14 @@ from compiler.providers.base import (
     on,
     type_set,
 )
-from compiler.providers.dialect import Dialect, Lowered, LowerEnv, tool_description, truncate_description
+from compiler.providers.dialect import (
+    Deferral,
+    Dialect,
+    Lowered,
+    LowerEnv,
+    tool_description,
+    truncate_description,
+)
 from compiler.providers.namemap import strict_shapes, without_markers
 from compiler.providers.passes import (
     drop_annotations,
@@ -244,6 +251,9 @@ class OpenAIResponses(OpenAIDialect):
     target = "openai-responses"
     caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128, tools_advice=ADVICE)
     wrapped = False
+    deferral = Deferral(search_tool={"type": "tool_search"}, group_type="namespace")
+    """Responses `tool_search` (gpt-5.4 and later) over `namespace` tools of deferred functions
+    (developers.openai.com, tool search guide)."""
 
 
 CHAT = OpenAIChat()

@@ -79,8 +79,15 @@ def test_token_counts_equal_a_direct_count_of_the_emitted_json(tmp_path: Path) -
             assert row["tokens"] == len(ENCODING.encode_ordinary(build.files[row["file"]].decode()))
             checked += 1
     for target, row in index["targets"].items():
-        for form in row["files"].values():
+        for kind, form in row["files"].items():
             data = build.files[form["file"]].decode()
+            if kind == "deferred":  # what the model sees before it searches, as the SDK sends it (compact JSON)
+                tools = json.loads(data)
+                view = [{key: value for key, value in tool.items() if key != "tools"}
+                        for tool in tools if "defer_loading" not in tool]
+                compact = json.dumps(view, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+                assert form["start_tokens"] == len(ENCODING.encode_ordinary(compact)), (target, form["file"])
+                continue
             assert form["tokens"] == len(ENCODING.encode_ordinary(data)), (target, form["file"])
         assert build.providers[target].summary["tokens"] == row["files"]["all"]["tokens"]
     for tool_id, entry in index["tools"].items():
@@ -257,14 +264,11 @@ def test_discovery_mode_reaches_the_loopback_server(k8s: tuple[Any, Path], api: 
         asyncio.run(run())
     finally:
         router.audit.close()
-    # Claude's deferred form names the files holding the tools (never a second copy): the README's request.
+    # Claude's deferred form is the request's tools argument as is: the search tool, then every tool deferred.
     form = json.loads((folder / "schemas/anthropic.deferred.json").read_text())
-    assert form["tool_search"]["type"].startswith("tool_search_tool") and form["defer_loading"] is True
-    request = [form["tool_search"], *({**tool, "defer_loading": True} for path in form["tools_files"]
-                                      for tool in json.loads((folder / path).read_text()))]
     everything = json.loads((folder / "schemas/anthropic.json").read_text())
-    assert form["tools_files"] == ["schemas/anthropic.json"] and len(request) == len(everything) + 1
-    assert all(tool["defer_loading"] for tool in request[1:])
+    assert form[0]["type"].startswith("tool_search_tool")
+    assert form[1:] == [{**tool, "defer_loading": True} for tool in everything]
 
 
 def test_explain_shows_transforms_tokens_and_toolsets() -> None:
