@@ -20,6 +20,8 @@ from compiler.commands.support import (
 from compiler.config import ALL_TARGETS
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.emit import report
+from compiler.providers.fit import budgets
+from compiler.providers.guide import FORM_LABELS, chosen_form
 from compiler.providers.registry import ALIASES
 from compiler.serialize import canonical_json
 
@@ -81,9 +83,21 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
                 f"{diagnostics.count(Severity.WARNING)} warnings, {diagnostics.count(Severity.INFO)} notes)",
                 err=True,
             )
+            advice = what_to_send(build)
+            if advice:
+                click.echo(f"toolc: too big to send every tool: {advice} (see {destination}/schemas/README.md)",
+                           err=True)
     finally:
         if report_path is not None:
             write_report(report_path, build)
+
+
+def what_to_send(build: Build) -> str:
+    """`target: file` for each target that should not get every tool at once (empty when every target can)."""
+    limits = budgets(build)
+    chosen = {target: chosen_form(output.summary["forms"], limits.get(target))
+              for target, output in sorted(build.providers.items()) if "forms" in output.summary}
+    return "; ".join(f"{target} {FORM_LABELS[form].split(' (')[0]}" for target, form in chosen.items() if form != "all")
 
 
 def write_report(path: Path, build: Build | None, diagnostics: Diagnostics | None = None) -> None:

@@ -38,6 +38,7 @@ from compiler.providers import codes, deferred, spans, tokens
 from compiler.providers.dialect import Deferral, Dialect, LowerEnv
 from compiler.providers.discovery import meta_tools
 from compiler.providers.emit import layout_of, set_aside
+from compiler.providers.guide import guide
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.namespaces import Namespace, plan_namespaces
 from compiler.providers.registry import ALIASES, PROVIDERS
@@ -236,10 +237,12 @@ def emit_fit(build: Build) -> None:
                 # definitions stay readable from `build.providers[target].tools`.
                 set_aside(output)
                 build.files[all_path] = discovery
+                instead = (f"schemas/{target}.deferred.json, the provider's own deferred loading, or a toolset file"
+                           if dialect.deferral is not None else "a toolset file")
                 build.diagnostics.add(_diag(codes.DISCOVERY_FORM, (
                     f"{len(all_ids)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the discovery "
-                    f"form (search, describe, call by id); send a toolset file instead to give the model the tools "
-                    f"themselves (schemas/toolsets/index.json)"), target))
+                    f"form (search, describe, call by id); to give the model the tools themselves send {instead} "
+                    f"(schemas/README.md compares the forms)"), target))
         files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
                         "tokens": all_tokens if fits else files["discovery"]["tokens"]}
         if fits:
@@ -262,6 +265,7 @@ def emit_fit(build: Build) -> None:
              "tools": {tool_id: {"toolsets": member_of.get(tool_id, []), "tokens": tool_tokens[tool_id]}
                        for tool_id in emitted_ids}}
     build.add_file("schemas/toolsets/index.json", canonical_json(index))
+    build.add_file("schemas/README.md", guide(index_targets))
 
 
 def toolsets_of(index: JsonObject, tool_id: str) -> list[str]:

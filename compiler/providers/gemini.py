@@ -306,7 +306,7 @@ def _json_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
 class GeminiDialect(Dialect):
     target = "gemini"
     caps = Capabilities(target=target, name_pattern=NAME, max_tools=MAX_DECLARATIONS, strict_field=False,
-                        tools_advice="select tools with `--target` and `allow_tools`/`deny_tools` in toolc.yaml")
+                        tools_advice="the fit stage writes forms that fit (TC771); schemas/README.md says which file to send")
     mangler = names.GEMINI
     resolution = "inline"
     loose_passes = PARAMETERS_PASSES

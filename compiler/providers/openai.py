@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from compiler.providers.validate import Violation
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-ADVICE = "select tools per request with `--target` and `allow_tools`/`deny_tools` in toolc.yaml, or split the project"
+ADVICE = "the fit stage writes forms that fit (TC771); schemas/README.md says which file to send"
 
 STRICT_KEYWORDS = frozenset({
     "type", "description", "title", "properties", "required", "additionalProperties", "items", "anyOf", "enum",

@@ -209,3 +209,18 @@ def test_a_lost_file_ref_costs_only_the_tools_that_need_it(tmp_path: Path) -> No
         in result.stderr
     listed = run_toolc("list", document)
     assert listed.exit_code == 0 and "openapi:api:getReport" in listed.stdout
+
+
+def test_a_big_api_says_which_file_to_send(tmp_path: Path) -> None:
+    """GitHub's 1,223 operations: one warning per target for the fact (TC771, not also TC420), the summary line
+    names the form to send per target, and schemas/README.md compares every form with its start-of-request tokens."""
+    result = run_toolc("compile", FIXTURES / "corpus" / "openapi" / "github.json", "--out", tmp_path / "out",
+                       "--no-codegen")
+    assert result.exit_code == 0, result.stderr
+    assert "warning[TC420]" not in result.stderr and result.stderr.count("warning[TC771]") == 3
+    summary = result.stderr.strip().splitlines()[-1]
+    assert summary.startswith("toolc: too big to send every tool: anthropic native deferral; gemini a toolset")
+    assert "openai-responses native deferral" in summary and "schemas/README.md" in summary
+    guide = (tmp_path / "out" / "schemas" / "README.md").read_text()
+    assert "## openai-responses\n\nSend `openai-responses.deferred.json`: native deferral." in guide
+    assert "| every tool | (none written) |" in guide and "| a toolset per task | one of " in guide

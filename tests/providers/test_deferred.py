@@ -119,7 +119,8 @@ FROZEN = {"mode": "execution", "project_id": "proj", "spec_frozen": True, "spec_
 
 def _router(module: Any, api: str, tmp: Path) -> Any:
     router = module.configure(module.Router(audit_sink=module.SqliteAuditSink(tmp / "audit.db"),
-                                            environ={**os.environ, "PETS_URL": api, "TOOLC_PARAMS_APIKEY": "k"}))
+                                            environ={**os.environ, "PETS_URL": api, "TOOLC_PARAMS_APIKEY": "k",
+                                                     "TOOLC_PARAMS_BEARER": "b"}))
     router.default_context = module.InvocationContext(**FROZEN)
     return router
 

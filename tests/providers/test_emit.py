@@ -117,8 +117,13 @@ def test_too_many_tools_warns_with_the_way_out(count: int, tmp_path: Path) -> No
     path = tmp_path / "many.json"
     path.write_text(json.dumps(listing))
     build = _build([path], targets=("openai-chat",))
-    warning = [d for d in build.diagnostics if d.code == codes.TOO_MANY_TOOLS]
-    assert warning and "allow_tools" in warning[0].message and "--target" in warning[0].message
+    # One warning for the fact (TC771, naming what to send instead); the lowering's count of it is a note.
+    (fact,) = [d for d in build.diagnostics if d.code == codes.TOO_MANY_TOOLS]
+    assert fact.severity.value == "info" and "schemas/README.md" in fact.message
+    (warning,) = [d for d in build.diagnostics if d.severity.value == "warning"]
+    assert warning.code == codes.DISCOVERY_FORM and "send a toolset file" in warning.message
+    guide = build.files["schemas/README.md"].decode()
+    assert "## openai-chat\n\nSend one of" in guide and "a toolset per task" in guide
 
 
 def test_anthropic_strict_budgets_per_request() -> None:
