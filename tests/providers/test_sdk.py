@@ -23,7 +23,7 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 def emitted() -> dict[str, Any]:
     inputs = adhoc_inputs(sorted((FIXTURES / "mcp").glob("*.json")), ROOT)
     build = compile_project(Config(root=ROOT), inputs, out_dir=Path("/nonexistent-toolc-out"))
-    return {path: json.loads(content) for path, content in build.files.items() if path.startswith("schemas/")}
+    return {path: json.loads(content) for path, content in build.files.items() if path.startswith("schemas/") and path.endswith(".json")}
 
 
 def recorder(reply: dict[str, Any]) -> tuple[list[dict[str, Any]], Handler]:

@@ -53,8 +53,9 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         "mcp_servers": [{"id": "edge", "command": [sys.executable, str(SERVERS / "edge_stdio.py"), "secret"],
                          "env": {"CANARY_TOKEN": "${CANARY_TOKEN}"}, "secrets": ["CANARY_TOKEN"],
                          "recording": str(recording)}],
+        # The operations' word `purge` would raise them to critical (admin token): the author says what they are.
         "openapi": [{"id": "cache", "path": str(FIXTURES / "openapi" / "hardening.yaml"),
-                     "base_url": "${HARD_API_URL}/v1"}],
+                     "base_url": "${HARD_API_URL}/v1", "risk": {"purge.cache": "low", "purge_cache": "high"}}],
     }
     path = folder / "toolc.yaml"
     path.write_text(yaml.safe_dump(project, sort_keys=False))
@@ -179,19 +180,21 @@ def test_invalid_utf8_is_refused_not_replaced(client: httpx2.Client, project: Pa
 # 8 (part). Wire-level refusals ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("arguments", "why"), [
-    ({"name": ".."}, "dot segment"),
-    ({"name": "a", "X-Note": "line\r\nX-Evil: 1"}, "X-Note"),
-    ({"name": "a", "x-api-key": "mine"}, "a credential"),
+@pytest.mark.parametrize(("arguments", "gate", "why"), [
+    ({"name": ".."}, "wire", "dot segment"),
+    ({"name": "a", "X-Note": "line\r\nX-Evil: 1"}, "wire", "X-Note"),
+    # A parameter declared under the API key's own name carries the credential: hidden from the model and filled
+    # by the router (TC319), so the model's value is refused before the wire even sees it.
+    ({"name": "a", "x-api-key": "mine"}, "validation", "/x-api-key: unexpected argument"),
 ])
 def test_wire_refusals_are_violations_not_calls(client: httpx2.Client, project: Path, arguments: dict[str, Any],
-                                                why: str) -> None:
+                                                gate: str, why: str) -> None:
     before = len(started(project))
     refused = call(client, "getFile", arguments)
     assert refused.status_code == 422, refused.text
     text = refused.json()["content"][0]["text"]
-    assert text.startswith("denied by wire: refused on the wire:") and why in text
-    assert violations(project)[-1] == ("openapi:cache:getFile", "wire")
+    assert text.startswith(f"denied by {gate}:") and why in text, text
+    assert violations(project)[-1] == ("openapi:cache:getFile", gate)
     assert len(started(project)) == before and Recorder.requests == []
     assert call(client, "getFile", {"name": "a.txt", "X-Note": "fine"}).status_code == 200
 
