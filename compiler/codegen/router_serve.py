@@ -13,6 +13,9 @@ Annotations: an MCP tool's are its server's (hints, as the server declared them)
 from its HTTP method (RFC 9110: GET/HEAD/OPTIONS are read-only, PUT and DELETE idempotent, DELETE destructive;
 every HTTP API is open-world).
 
+Descriptions: every served tool has one (MCP clients and the conformance suite's `tools-list` check expect it):
+the tool's own, else its title, else the HTTP method and path of an operation, or the tool and server names.
+
 Output schemas: up to MCP 2025-11-25 an `outputSchema` must have an object root, and a client checks every
 structured result against it. A root `$ref` is inlined; a schema whose root is not an object (an array, a
 string, a union) is not published, and such results reach the client as text only.
@@ -55,6 +58,17 @@ def tool_annotations(tool: Tool) -> dict[str, Any]:
              ("destructiveHint", hints.destructive_hint), ("idempotentHint", hints.idempotent_hint),
              ("openWorldHint", hints.open_world_hint))
     return {key: value for key, value in pairs if value is not None}
+
+
+def served_description(tool: Tool) -> str:
+    """The tool's description, or a stand-in built from what else is known about it when it has none."""
+    if tool.description.strip():
+        return tool.description
+    if tool.title:
+        return tool.title
+    if isinstance(tool.binding, HttpBinding):
+        return f"{tool.binding.method.upper()} {tool.binding.path}"
+    return f"{tool.name} (a tool of MCP server {tool.source})"
 
 
 def _target(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -101,7 +115,7 @@ def serve_file(catalog: Catalog, tools: Iterable[Tool], names: NamesConfig) -> b
     lines = ['{"format":1,', '"tools":{']
     for index, tool in enumerate(routed):
         source = known.get(tool.source)
-        entry: dict[str, Any] = {"id": tool.id, "description": tool.description, "annotations": tool_annotations(tool)}
+        entry: dict[str, Any] = {"id": tool.id, "description": served_description(tool), "annotations": tool_annotations(tool)}
         if tool.title:
             entry["title"] = tool.title
         output = output_schema(tool, source.definitions if source is not None else {})

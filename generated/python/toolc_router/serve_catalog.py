@@ -5,8 +5,15 @@ description, annotations, output schema) and `_schemas.json` (input schemas and 
 the file the router validates against). Only the keys are decoded when the catalog is first used; a page of
 `tools/list` is built when it is first asked for and kept, so each page is built once however often it is
 listed (Microsoft Graph: 11k tools, 115 pages of 100). Each served schema carries only the `$defs` it reaches,
-nearest first, within `SCHEMA_BUDGET` bytes (a definition beyond it is listed as a stub that any value fits; the
-router still validates against the full schema); the definitions are shared between tools, not copied.
+nearest first, within `SCHEMA_BUDGET` bytes; the definitions are shared between tools, not copied.
+
+    inputSchema    a definition beyond the budget is listed as a stub that any value of its type fits (the
+                   router still validates the arguments against the full schema)
+    outputSchema   published whole or not at all: a client checks every result against it, and a stub would
+                   change what it accepts (under `oneOf`, one object would fit two branches). Over the budget,
+                   or not a valid JSON Schema, the tool has no output schema (its JSON object results still go
+                   out as `structuredContent`). `output_validator` is what the server checks results with:
+                   the published schema, compiled as the official client compiles it (no remote `$ref`)
 
 Provider tool lists (`GET /tools?provider=`) are the compiler's files themselves, `schemas/<target>.json`
 in the output folder beside `python/` (override with `schemas_dir` or `TOOLC_SCHEMAS_DIR`), sent byte for byte.
@@ -22,7 +29,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 from mcp import types
+from referencing import Registry
 
 from ._tables import NAME_MAPS, TARGETS, TOOLS
 from .validate import SCHEMAS_FILE, index_schemas
@@ -111,19 +122,49 @@ def with_defs(
     With a `budget` (bytes of JSON for the whole schema), a definition that would take it over is listed as a
     `stub` and not followed further: Microsoft Graph's definitions reach one another, so a closure can be a
     megabyte per tool. Definitions are shared between tools, never copied; `sizes` caches their JSON lengths."""
+    bundled = _bundled(schema, defs, budget, sizes, stubs=True)
+    assert bundled is not None  # with stubs, nothing is ever over the budget
+    return bundled
+
+
+def whole_with_defs(
+    schema: Mapping[str, Any],
+    defs: Mapping[str, Any] | None,
+    *,
+    budget: int | None = None,
+    sizes: dict[str, int] | None = None,
+) -> dict[str, Any] | None:
+    """`with_defs` without stubs: the self-contained schema, or None when it does not fit `budget` whole or
+    refers to a definition nobody has (a `$ref` that would not resolve)."""
+    return _bundled(schema, defs, budget, sizes, stubs=False)
+
+
+def _bundled(
+    schema: Mapping[str, Any],
+    defs: Mapping[str, Any] | None,
+    budget: int | None,
+    sizes: dict[str, int] | None,
+    *,
+    stubs: bool,
+) -> dict[str, Any] | None:
     own = dict(schema.get("$defs") or {})
-    if not defs:
-        return dict(schema)
+    defs = defs or {}
     sizes = {} if sizes is None else sizes
     used = len(json.dumps(schema, separators=(",", ":"))) if budget is not None else 0
+    if not stubs and budget is not None and used > budget:
+        return None
     added: dict[str, Any] = {}
     seen = set(own)
     level = sorted(references(schema))
     while level:
         following: set[str] = set()
         for name in level:
-            if name in seen or name not in defs:
+            if name in seen:
                 continue
+            if name not in defs:
+                if stubs:
+                    continue
+                return None
             seen.add(name)
             definition = defs[name]
             if budget is not None:
@@ -133,6 +174,8 @@ def with_defs(
                         json.dumps(definition, separators=(",", ":"))
                     )
                 if used + size > budget:
+                    if not stubs:
+                        return None
                     added[name] = stub(name, definition)
                     used += _STUB_SIZE
                     continue
@@ -143,6 +186,17 @@ def with_defs(
     if not added:
         return dict(schema)
     return {**schema, "$defs": {**{name: added[name] for name in sorted(added)}, **own}}
+
+
+def publishable(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`schema` when the official client can compile it (a valid JSON Schema of its dialect), else None."""
+    if schema is None:
+        return None
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError:
+        return None
+    return schema
 
 
 class ServedCatalog:
@@ -172,6 +226,8 @@ class ServedCatalog:
         self._defs: dict[str, Any] = {}
         self._sizes: dict[str, dict[str, int]] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
+        self._outputs: dict[str, dict[str, Any] | None] = {}
+        self._output_validators: dict[str, Validator | None] = {}
 
     # Names ---------------------------------------------------------------------------------------------------
 
@@ -256,30 +312,69 @@ class ServedCatalog:
             schema = self._inputs[name] = self._input_schema(tool_id)
             return schema
 
+    def output_validator(self, name: str) -> Validator | None:
+        """What results of the tool served as `name` are checked with before they are sent: its published output
+        schema compiled as the official client compiles it (no `$ref` outside it resolves), or None when the
+        tool publishes none (or `name` is not a served name: a client that called it so has no schema either)."""
+        if name in self._output_validators:
+            return self._output_validators[name]
+        if name not in self._index():
+            return None
+        with self._lock:
+            schema = self._output_schema_locked(name)
+            validator = (
+                None
+                if schema is None
+                else validator_for(schema)(schema, registry=Registry())
+            )
+            self._output_validators[name] = validator
+            return validator
+
     def _tool(self, name: str) -> types.Tool:
         entry = json.loads(self._index_locked()[name])
         tool_id = str(entry.pop("id"))
         self._ids[name] = tool_id
-        text = self._schemas_index()["tools"].get(tool_id)
-        schema: dict[str, Any] = {"source": None, "schema": {"type": "object"}}
-        if text is not None:
-            schema = json.loads(text)
-        source = schema["source"]
-        if "outputSchema" in entry:
-            entry["outputSchema"] = self._bundle(entry["outputSchema"], source)
+        entry.pop("outputSchema", None)
+        output = self._output_schema_locked(name)
+        if output is not None:
+            entry["outputSchema"] = output
+        schema = self._schema_entry(tool_id)
         return types.Tool.model_validate(
             {
                 "name": name,
                 **entry,
-                "inputSchema": self._bundle(schema["schema"], source),
+                "inputSchema": self._bundle(schema["schema"], schema["source"]),
             }
         )
 
-    def _input_schema(self, tool_id: str) -> dict[str, Any]:
+    def _output_schema_locked(self, name: str) -> dict[str, Any] | None:
+        """The output schema published for `name`: whole within the budget and compilable, else None (kept)."""
+        if name in self._outputs:
+            return self._outputs[name]
+        entry = json.loads(self._index_locked()[name])
+        published: dict[str, Any] | None = None
+        if "outputSchema" in entry:
+            source = self._schema_entry(str(entry["id"]))["source"]
+            published = publishable(
+                whole_with_defs(
+                    entry["outputSchema"],
+                    self._source_defs(source),
+                    budget=self.schema_budget,
+                    sizes=self._sizes.setdefault(source or "", {}),
+                )
+            )
+        self._outputs[name] = published
+        return published
+
+    def _schema_entry(self, tool_id: str) -> dict[str, Any]:
         text = self._schemas_index()["tools"].get(tool_id)
         if text is None:
-            return {"type": "object"}
-        entry = json.loads(text)
+            return {"source": None, "schema": {"type": "object"}}
+        entry: dict[str, Any] = json.loads(text)
+        return entry
+
+    def _input_schema(self, tool_id: str) -> dict[str, Any]:
+        entry = self._schema_entry(tool_id)
         return self._bundle(entry["schema"], entry["source"])
 
     def _bundle(self, schema: Mapping[str, Any], source: str | None) -> dict[str, Any]:

@@ -10,7 +10,10 @@
                                    (plus `structuredContent` for a JSON object result). Status 200 when the call
                                    ran (even if the tool reported an error), 404 for an unknown tool, 422 for
                                    arguments the router refused, 503 when the audit cannot record the call,
-                                   403 for any other refusal (a policy gate).
+                                   403 for any other refusal (a policy gate). The discovery meta-tools
+                                   (`toolc_search_tools`, `toolc_describe_tool`, `toolc_call_tool`) are
+                                   answered here too: `GET /tools` hands out the discovery form for a project
+                                   too big for one request.
 
 Safe by default:
 - a loopback host (127.0.0.0/8, ::1, localhost) is the default bind; on any other address the server refuses to
@@ -52,7 +55,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import providers
+from . import discovery, providers
 from ._tables import TARGETS
 from ._types import InvocationContext, RouterError, ToolResult
 from .router import Router
@@ -224,9 +227,14 @@ def create_app(
             if entry is not None:
                 arguments = providers.to_tool_arguments(entry, arguments)
         async with limiter:
-            result = await router.checked_call(
-                tool_id or name, arguments, http_context, malformed
-            )
+            if tool_id is None and name in discovery.NAMES and malformed is None:
+                result = await discovery.serve(
+                    router, name, arguments, None, http_context
+                )
+            else:
+                result = await router.checked_call(
+                    tool_id or name, arguments, http_context, malformed
+                )
         if tool_id is None and result.denied_by is not None:
             result.denied_by = "unknown"
         return _answer(result)
