@@ -132,3 +132,20 @@ def test_serve_needs_a_compiled_router(tmp_path: Path) -> None:
     project.write_text("name: empty\noutput: out\n")
     result = run_toolc("serve", "-c", project)
     assert result.exit_code == 1 and "error[TC681]" in result.stderr and "toolc compile" in result.stderr
+
+
+def test_output_schemas_are_published_whole_or_not_at_all(served: Any) -> None:
+    module, _ = served
+    defs = {"A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "string", "description": "x" * 500}}
+    schema = {"type": "object", "oneOf": [{"$ref": "#/$defs/A"}, {"required": ["c"]}]}
+    whole = module.whole_with_defs(schema, defs, budget=2000)
+    assert whole is not None and whole["$defs"] == defs  # nothing stubbed
+    assert module.whole_with_defs(schema, defs, budget=300) is None  # a stub would change what oneOf accepts
+    assert module.whole_with_defs({"$ref": "#/$defs/Missing"}, defs) is None  # would not resolve
+    assert module.publishable({"type": "object", "properties": {"a": {"type": "nonsense"}}}) is None
+    catalog = module.ServedCatalog()
+    validator = catalog.output_validator("getPet")
+    assert validator is not None and validator.schema == catalog.page(None).tools[
+        catalog.names().index("getPet")].output_schema  # checked with exactly what is published
+    assert catalog.output_validator("listPets") is None and catalog.output_validator("nope") is None

@@ -8,6 +8,8 @@ once as recorded and once behind a recording whose output schema the real answer
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,9 @@ from tests.servers.real import EVERYTHING, require_everything
 from tests.support.cli import run_toolc
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import FIXTURES, ROOT
-from tests.support.serve import serve_env, serving_http
+from tests.support.serve import serve_args, serve_env, serving_http
+
+INSPECTOR = ROOT / "tests" / "servers" / "node_modules" / ".bin" / "mcp-inspector"
 
 pytestmark = pytest.mark.servers
 
@@ -128,8 +132,14 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(project: Path) -> Iterator[str]:
-    with loopback_http(Answers) as api, serving_http(project, serve_env(api, ANSWERS_API_URL=api)) as (url, _):
+def api() -> Iterator[str]:
+    with loopback_http(Answers) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def served(project: Path, api: str) -> Iterator[str]:
+    with serving_http(project, serve_env(api, ANSWERS_API_URL=api)) as (url, _):
         yield f"{url}/mcp"
 
 
@@ -212,6 +222,23 @@ async def test_a_proxied_tool_result_is_checked_against_its_published_schema(ser
         assert breaks.is_error and breaks.structured_content is None
         assert "'pressure' is a required property" in breaks.content[0].text
         assert json.loads(breaks.content[1].text) == fits.structured_content  # the answer still reaches the caller
+
+
+@pytest.mark.parametrize("case", ["missing", "broken"])
+def test_the_mcp_inspector_accepts_every_result(project: Path, api: str, case: str) -> None:
+    """The TypeScript SDK behind the Inspector checks structured content on error results too (-32602 before)."""
+    if not INSPECTOR.exists():
+        pytest.skip("the MCP Inspector is not installed: npm ci --prefix tests/servers")
+    command = [str(INSPECTOR), "--cli", "-e", f"ANSWERS_API_URL={api}", "--method", "tools/call", "--tool-name",
+               "getWidget", "--tool-arg", f"case={case}", "--transport", "stdio", "--", sys.executable,
+               *serve_args(project)]
+    run = subprocess.run(command, env=serve_env(api), cwd=project.parent, capture_output=True, text=True,
+                         timeout=120)
+    # The Inspector prints the result and exits 5 for an error result ("tool_is_error"), not a rejected one.
+    assert run.returncode == 5 and "tool_is_error" in run.stderr, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["isError"] is True and "structuredContent" not in result
+    assert ANSWERS[case][2].decode() in "\n".join(block["text"] for block in result["content"])
 
 
 def served_entries(text: str) -> dict[str, dict[str, Any]]:
