@@ -18,7 +18,9 @@ the tool's own, else its title, else the HTTP method and path of an operation, o
 
 Output schemas: up to MCP 2025-11-25 an `outputSchema` must have an object root, and a client checks every
 structured result against it. A root `$ref` is inlined; a schema whose root is not an object (an array, a
-string, a union) is not published, and such results reach the client as text only.
+string, a union) is not published, and such results reach the client as text only. Nor is the schema of an
+operation whose success statuses answer with different bodies, or some with none (`HttpBinding.output_partial`):
+a success that carries no conforming structured content would be an error to the client.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def output_schema(tool: Tool, defs: Mapping[str, Any]) -> dict[str, Any] | None:
     schema = tool.output_schema
     if not isinstance(schema, Mapping):
         return None
+    if isinstance(tool.binding, HttpBinding) and tool.binding.output_partial:
+        return None  # some success answer has another body, or none: it could not carry conforming content
     own = {**defs, **(schema.get("$defs") or {})}
     target = _target(schema, own)
     if target is not None:

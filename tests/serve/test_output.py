@@ -78,6 +78,9 @@ def document() -> dict[str, Any]:
                 "200": {"description": "a shape", "content": {"application/json": {"schema": {
                     "type": "object", "oneOf": [{"$ref": "#/components/schemas/Circle"},
                                                 {"$ref": "#/components/schemas/Square"}]}}}}}}},
+            "/grants/{case}": {"get": {"operationId": "getGrant", "parameters": case, "responses": {
+                "201": {"description": "granted", "content": {"application/json": {"schema": WIDGET}}},
+                "204": {"description": "granted before: nothing to say"}}}},
             "/widgets": {"get": {"operationId": "listWidgets", "responses": {
                 "200": {"description": "widgets", "content": {"application/json": {
                     "schema": {"type": "array", "items": WIDGET}}}}}}},
@@ -88,7 +91,10 @@ def document() -> dict[str, Any]:
 
 class Answers(QuietHandler):
     def do_GET(self) -> None:
-        if self.path.startswith("/shapes/"):
+        if self.path.startswith("/grants/"):
+            status, media_type, body = (201, "application/json", json.dumps(GOOD).encode()) \
+                if self.path.endswith("/new") else (204, "application/json", b"")
+        elif self.path.startswith("/shapes/"):
             status, media_type, body = 200, "application/json", b'{"kind": "circle", "size": 2.5}'
         elif self.path == "/widgets":
             status, media_type, body = 200, "application/json", json.dumps([GOOD]).encode()
@@ -209,6 +215,16 @@ async def test_a_one_of_schema_past_the_budget_is_not_published_with_stand_ins(s
         assert tools["listWidgets"].output_schema is None
         assert not listing.is_error and listing.structured_content is None
         assert json.loads(text_of(listing)) == [GOOD]
+
+
+async def test_success_statuses_with_different_bodies_publish_no_schema(served: str) -> None:
+    async with Client(served, read_timeout_seconds=60) as client:
+        tools = await listed(client)
+        assert tools["getGrant"].output_schema is None  # a 204 could never carry the 201's structured content
+        new = await client.call_tool("getGrant", {"case": "new"})
+        assert not new.is_error and new.structured_content == GOOD
+        again = await client.call_tool("getGrant", {"case": "again"})
+        assert not again.is_error and again.content == [] and again.structured_content is None
 
 
 async def test_a_proxied_tool_result_is_checked_against_its_published_schema(served: str) -> None:
