@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from compiler.codegen.router_serve import mcp_names, output_schema, tool_annotations
 from compiler.config import NamesConfig
@@ -149,3 +150,22 @@ def test_output_schemas_are_published_whole_or_not_at_all(served: Any) -> None:
     assert validator is not None and validator.schema == catalog.page(None).tools[
         catalog.names().index("getPet")].output_schema  # checked with exactly what is published
     assert catalog.output_validator("listPets") is None and catalog.output_validator("nope") is None
+
+
+def test_structured_content_that_is_not_sent_reaches_the_caller_as_text(served: Any) -> None:
+    from toolc_router import serve_mcp
+    from toolc_router._types import ToolResult
+
+    needs_a = Draft202012Validator({"type": "object", "required": ["a"]})
+    content, structured, is_error = serve_mcp.served_form(ToolResult(structured={"b": 1}), needs_a)
+    assert is_error and structured is None  # an MCP tool that sent structured content only, breaking its schema
+    assert content[0]["text"] == ("The result does not match this tool's output schema (/: 'a' is a required "
+                                  "property); it follows as text.")
+    assert json.loads(content[1]["text"]) == {"b": 1}
+    content, structured, is_error = serve_mcp.served_form(ToolResult(structured=[1, 2]))  # no schema published
+    assert not is_error and structured is None and json.loads(content[0]["text"]) == [1, 2]
+    failed = ToolResult(structured={"a": 1}, content=[{"type": "text", "text": "{\"a\": 1}"}], is_error=True,
+                        error="HTTP 409 Conflict")
+    content, structured, is_error = serve_mcp.served_form(failed, needs_a)
+    assert is_error and structured is None and [block["text"] for block in content] == ["HTTP 409 Conflict",
+                                                                                          "{\"a\": 1}"]

@@ -89,23 +89,18 @@ def served_form(
     content = list(result.content)
     structured = result.structured if isinstance(result.structured, dict) else None
     is_error = result.is_error
-    problem = (
-        output_problem(output, result.structured, content)
-        if output is not None
-        else None
-    )
-    if output is not None and (problem is not None or is_error):
-        if result.structured is not None and not content:
-            content = [_text(json.dumps(result.structured, ensure_ascii=False))]
-        structured = None
-        if not is_error:
-            is_error = True
-            content.insert(
-                0,
-                _text(
-                    f"The result does not match this tool's output schema ({problem}); it follows as text."
-                ),
-            )
+    problem = None
+    if output is not None:
+        problem = output_problem(output, result.structured, content)
+        if problem is not None or is_error:
+            structured = None
+    if structured is None and result.structured is not None and not content:
+        # Structured content that is not sent still reaches the caller, as JSON text.
+        content = [_text(json.dumps(result.structured, ensure_ascii=False))]
+    if problem is not None and not is_error:
+        is_error = True
+        note = f"The result does not match this tool's output schema ({problem}); it follows as text."
+        content.insert(0, _text(note))
     if is_error and result.error and not _starts_with(content, result.error):
         content.insert(0, _text(result.error))
     return content, structured, is_error
