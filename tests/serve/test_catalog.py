@@ -135,16 +135,26 @@ def test_serve_needs_a_compiled_router(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "error[TC681]" in result.stderr and "toolc compile" in result.stderr
 
 
-def test_output_schemas_are_published_whole_or_not_at_all(served: Any) -> None:
+def test_output_schemas_carry_stubs_only_where_a_looser_definition_only_loosens(served: Any) -> None:
     module, _ = served
     defs = {"A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
-            "B": {"type": "string", "description": "x" * 500}}
-    schema = {"type": "object", "oneOf": [{"$ref": "#/$defs/A"}, {"required": ["c"]}]}
-    whole = module.whole_with_defs(schema, defs, budget=2000)
-    assert whole is not None and whole["$defs"] == defs  # nothing stubbed
-    assert module.whole_with_defs(schema, defs, budget=300) is None  # a stub would change what oneOf accepts
-    assert module.whole_with_defs({"$ref": "#/$defs/Missing"}, defs) is None  # would not resolve
-    assert module.publishable({"type": "object", "properties": {"a": {"type": "nonsense"}}}) is None
+            "B": {"type": "string", "description": "x" * 500}, "C": {"type": "integer"}}
+    loose = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "anyOf": [{"$ref": "#/$defs/C"}]}
+    assert module.loosening(loose) == ({"A", "C"}, set())
+    assert module.strict_definitions(loose, defs, {}) == set()
+    small = module.faithful_with_defs(loose, defs, budget=300)
+    assert small is not None and "not expanded" in small["$defs"]["B"]["description"]  # a stub only loosens
+    for keyword in ("oneOf", "not", "if", "contains"):  # a looser branch could reject more, or fit two branches
+        branches: Any = {"$ref": "#/$defs/A"} if keyword in ("not", "if", "contains") else [{"$ref": "#/$defs/A"}]
+        sensitive = {"type": "object", keyword: branches}
+        assert module.strict_definitions(sensitive, defs, {}) == {"A", "B"}  # and all that A reaches
+        assert module.faithful_with_defs(sensitive, defs, budget=300) is None  # does not fit whole
+        assert module.faithful_with_defs(sensitive, defs, budget=2000) is not None
+    unevaluated = {"type": "object", "allOf": [{"$ref": "#/$defs/A"}], "unevaluatedProperties": False}
+    assert module.strict_definitions(unevaluated, defs, {}) == {"A", "B"}
+    assert module.faithful_with_defs({"$ref": "#/$defs/Missing"}, defs) is None  # would not resolve
+    assert module.publishable({"type": "object", "properties": {"a": {"type": "nonsense"}}}, foreign=True) is None
+    assert module.publishable({"type": "object", "properties": {"a": {"$ref": "#/$defs/Gone"}}}, foreign=False) is None
     catalog = module.ServedCatalog()
     validator = catalog.output_validator("getPet")
     assert validator is not None and validator.schema == catalog.page(None).tools[

@@ -36,6 +36,7 @@ WIDGET = {"type": "object", "required": ["id", "name"],
           "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}}
 GOOD = {"id": 1, "name": "bolt"}
 BROKEN = {"id": "one", "name": "bolt"}  # `id` must be an integer
+PAIR = {"circle": {"kind": "circle", "size": 1}, "square": {"kind": "square", "size": 2}}
 META_TOOLS = ("toolc_search_tools", "toolc_describe_tool", "toolc_call_tool")
 BULK = 130
 """Trivial operations of a second document: with them the project is past OpenAI's 128 tools a request, so
@@ -78,6 +79,10 @@ def document() -> dict[str, Any]:
                 "200": {"description": "a shape", "content": {"application/json": {"schema": {
                     "type": "object", "oneOf": [{"$ref": "#/components/schemas/Circle"},
                                                 {"$ref": "#/components/schemas/Square"}]}}}}}}},
+            "/pairs/{case}": {"get": {"operationId": "getPair", "parameters": case, "responses": {
+                "200": {"description": "both shapes", "content": {"application/json": {"schema": {
+                    "type": "object", "properties": {"circle": {"$ref": "#/components/schemas/Circle"},
+                                                     "square": {"$ref": "#/components/schemas/Square"}}}}}}}}},
             "/grants/{case}": {"get": {"operationId": "getGrant", "parameters": case, "responses": {
                 "201": {"description": "granted", "content": {"application/json": {"schema": WIDGET}}},
                 "204": {"description": "granted before: nothing to say"}}}},
@@ -91,7 +96,9 @@ def document() -> dict[str, Any]:
 
 class Answers(QuietHandler):
     def do_GET(self) -> None:
-        if self.path.startswith("/grants/"):
+        if self.path.startswith("/pairs/"):
+            status, media_type, body = 200, "application/json", json.dumps(PAIR).encode()
+        elif self.path.startswith("/grants/"):
             status, media_type, body = (201, "application/json", json.dumps(GOOD).encode()) \
                 if self.path.endswith("/new") else (204, "application/json", b"")
         elif self.path.startswith("/shapes/"):
@@ -215,6 +222,17 @@ async def test_a_one_of_schema_past_the_budget_is_not_published_with_stand_ins(s
         assert tools["listWidgets"].output_schema is None
         assert not listing.is_error and listing.structured_content is None
         assert json.loads(text_of(listing)) == [GOOD]
+
+
+async def test_past_the_budget_a_stand_in_is_published_where_it_only_loosens(served: str) -> None:
+    async with Client(served, read_timeout_seconds=60) as client:
+        tools = await listed(client)
+        published = tools["getPair"].output_schema  # two properties: a looser one only accepts more
+        assert published is not None and published["$defs"]["Circle"]["properties"]["kind"] == {
+            "type": "string", "enum": ["circle"]}
+        assert "not expanded" in published["$defs"]["Square"]["description"]
+        result = await client.call_tool("getPair", {"case": "both"})
+        assert not result.is_error and result.structured_content == PAIR
 
 
 async def test_success_statuses_with_different_bodies_publish_no_schema(served: str) -> None:
