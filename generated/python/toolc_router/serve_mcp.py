@@ -90,10 +90,11 @@ def served_form(
     structured = result.structured if isinstance(result.structured, dict) else None
     is_error = result.is_error
     problem = None
-    if output is not None:
+    if output is not None and is_error:
+        structured = None  # an error body is not what the schema describes
+    elif output is not None:
         problem = output_problem(output, result.structured, content)
-        if problem is not None or is_error:
-            structured = None
+        structured = structured if problem is None else None
     if structured is None and result.structured is not None and not content:
         # Structured content that is not sent still reaches the caller, as JSON text.
         content = [_text(json.dumps(result.structured, ensure_ascii=False))]
