@@ -75,6 +75,7 @@ def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
         "base_url": binding.base_url,
         "body_content_type": binding.body_content_type,
         **({"body_required": True} if binding.body_required else {}),
+        **({"output_partial": True} if binding.output_partial else {}),
         "arguments": [_argument_to_json(argument) for argument in binding.arguments],
         "security": [[_shallow(s, _SCHEME_FIELDS) for s in alternative] for alternative in binding.security],
     }
@@ -127,6 +128,7 @@ def _binding_from_json(data: Mapping[str, Any]) -> McpBinding | HttpBinding:
         base_url=data["base_url"],
         body_content_type=data.get("body_content_type"),
         body_required=data.get("body_required", False),
+        output_partial=data.get("output_partial", False),
         arguments=tuple(_argument_from_json(argument) for argument in data["arguments"]),
         security=tuple(tuple(SecurityScheme(**s) for s in alt) for alt in data.get("security", [])),
     )

@@ -13,9 +13,14 @@ Annotations: an MCP tool's are its server's (hints, as the server declared them)
 from its HTTP method (RFC 9110: GET/HEAD/OPTIONS are read-only, PUT and DELETE idempotent, DELETE destructive;
 every HTTP API is open-world), except where the operation's words or the project file said otherwise (`policy`).
 
+Descriptions: every served tool has one (MCP clients and the conformance suite's `tools-list` check expect it):
+the tool's own, else its title, else the HTTP method and path of an operation, or the tool and server names.
+
 Output schemas: up to MCP 2025-11-25 an `outputSchema` must have an object root, and a client checks every
 structured result against it. A root `$ref` is inlined; a schema whose root is not an object (an array, a
-string, a union) is not published, and such results reach the client as text only.
+string, a union) is not published, and such results reach the client as text only. Nor is the schema of an
+operation whose success statuses answer with different bodies, or some with none (`HttpBinding.output_partial`):
+a success that carries no conforming structured content would be an error to the client.
 """
 
 from __future__ import annotations
@@ -59,6 +64,17 @@ def tool_annotations(tool: Tool) -> dict[str, Any]:
     return {key: value for key, value in pairs if value is not None}
 
 
+def served_description(tool: Tool) -> str:
+    """The tool's description, or a stand-in built from what else is known about it when it has none."""
+    if tool.description.strip():
+        return tool.description
+    if tool.title:
+        return tool.title
+    if isinstance(tool.binding, HttpBinding):
+        return f"{tool.binding.method.upper()} {tool.binding.path}"
+    return f"{tool.name} (a tool of MCP server {tool.source})"
+
+
 def _target(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     reference = schema.get("$ref")
     match = _DEFS_REF.match(reference) if isinstance(reference, str) else None
@@ -86,6 +102,8 @@ def output_schema(tool: Tool, defs: Mapping[str, Any]) -> dict[str, Any] | None:
     schema = tool.output_schema
     if not isinstance(schema, Mapping):
         return None
+    if isinstance(tool.binding, HttpBinding) and tool.binding.output_partial:
+        return None  # some success answer has another body, or none: it could not carry conforming content
     own = {**defs, **(schema.get("$defs") or {})}
     target = _target(schema, own)
     if target is not None:
@@ -103,7 +121,7 @@ def serve_file(catalog: Catalog, tools: Iterable[Tool], names: NamesConfig) -> b
     lines = ['{"format":1,', '"tools":{']
     for index, tool in enumerate(routed):
         source = known.get(tool.source)
-        entry: dict[str, Any] = {"id": tool.id, "description": tool.description, "annotations": tool_annotations(tool)}
+        entry: dict[str, Any] = {"id": tool.id, "description": served_description(tool), "annotations": tool_annotations(tool)}
         if tool.title:
             entry["title"] = tool.title
         output = output_schema(tool, source.definitions if source is not None else {})

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from compiler.codegen.router_serve import mcp_names, output_schema, tool_annotations
 from compiler.config import NamesConfig
@@ -132,3 +133,49 @@ def test_serve_needs_a_compiled_router(tmp_path: Path) -> None:
     project.write_text("name: empty\noutput: out\n")
     result = run_toolc("serve", "-c", project)
     assert result.exit_code == 1 and "error[TC681]" in result.stderr and "toolc compile" in result.stderr
+
+
+def test_output_schemas_carry_stubs_only_where_a_looser_definition_only_loosens(served: Any) -> None:
+    module, _ = served
+    defs = {"A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "string", "description": "x" * 500}, "C": {"type": "integer"}}
+    loose = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "anyOf": [{"$ref": "#/$defs/C"}]}
+    assert module.loosening(loose) == ({"A", "C"}, set())
+    assert module.strict_definitions(loose, defs, {}) == set()
+    small = module.faithful_with_defs(loose, defs, budget=300)
+    assert small is not None and "not expanded" in small["$defs"]["B"]["description"]  # a stub only loosens
+    for keyword in ("oneOf", "not", "if", "contains"):  # a looser branch could reject more, or fit two branches
+        branches: Any = {"$ref": "#/$defs/A"} if keyword in ("not", "if", "contains") else [{"$ref": "#/$defs/A"}]
+        sensitive = {"type": "object", keyword: branches}
+        assert module.strict_definitions(sensitive, defs, {}) == {"A", "B"}  # and all that A reaches
+        assert module.faithful_with_defs(sensitive, defs, budget=300) is None  # does not fit whole
+        assert module.faithful_with_defs(sensitive, defs, budget=2000) is not None
+    unevaluated = {"type": "object", "allOf": [{"$ref": "#/$defs/A"}], "unevaluatedProperties": False}
+    assert module.strict_definitions(unevaluated, defs, {}) == {"A", "B"}
+    assert module.faithful_with_defs({"$ref": "#/$defs/Missing"}, defs) is None  # would not resolve
+    assert module.publishable({"type": "object", "properties": {"a": {"type": "nonsense"}}}, foreign=True) is None
+    assert module.publishable({"type": "object", "properties": {"a": {"$ref": "#/$defs/Gone"}}}, foreign=False) is None
+    catalog = module.ServedCatalog()
+    validator = catalog.output_validator("getPet")
+    assert validator is not None and validator.schema == catalog.page(None).tools[
+        catalog.names().index("getPet")].output_schema  # checked with exactly what is published
+    assert catalog.output_validator("listPets") is None and catalog.output_validator("nope") is None
+
+
+def test_structured_content_that_is_not_sent_reaches_the_caller_as_text(served: Any) -> None:
+    from toolc_router import serve_mcp
+    from toolc_router._types import ToolResult
+
+    needs_a = Draft202012Validator({"type": "object", "required": ["a"]})
+    content, structured, is_error = serve_mcp.served_form(ToolResult(structured={"b": 1}), needs_a)
+    assert is_error and structured is None  # an MCP tool that sent structured content only, breaking its schema
+    assert content[0]["text"] == ("The result does not match this tool's output schema (/: 'a' is a required "
+                                  "property); it follows as text.")
+    assert json.loads(content[1]["text"]) == {"b": 1}
+    content, structured, is_error = serve_mcp.served_form(ToolResult(structured=[1, 2]))  # no schema published
+    assert not is_error and structured is None and json.loads(content[0]["text"]) == [1, 2]
+    failed = ToolResult(structured={"a": 1}, content=[{"type": "text", "text": "{\"a\": 1}"}], is_error=True,
+                        error="HTTP 409 Conflict")
+    content, structured, is_error = serve_mcp.served_form(failed, needs_a)
+    assert is_error and structured is None and [block["text"] for block in content] == ["HTTP 409 Conflict",
+                                                                                          "{\"a\": 1}"]

@@ -10,13 +10,15 @@ when no 2xx response is declared at all.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compiler.ir import HttpArgument, HttpBinding, JsonObject, Tool
 from compiler.policy import operation_hints, operation_risk
+from compiler.refs.pointers import PointerError, resolve_pointer
 from compiler.sources.openapi.codes import (
     BAD_OBJECT,
     DUPLICATE_OPERATION_ID,
@@ -214,6 +216,9 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any],
         body_required=body is not None and body.required,
         security=security,
     )
+    output = output_schema(ctx, op, at, tool)
+    if output is not None and not success_bodies_agree(ctx, op, tool):
+        binding = replace(binding, output_partial=True)
     return Tool(
         id=tool,
         source=ctx.source_id,
@@ -222,7 +227,7 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any],
         input_schema=input_schema,
         binding=binding,
         title=summary or None,
-        output_schema=output_schema(ctx, op, at, tool),
+        output_schema=output,
         annotations=operation_hints(method, risk),
         risk=risk.level,
         side_effects=risk.side_effects,
@@ -302,6 +307,31 @@ def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
                 raise Skip
             return normalised
     return None
+
+
+def success_bodies_agree(ctx: Context, op: JsonObject, tool: str) -> bool:
+    """Every 2xx response of `op` declares the same JSON body schema (read as written, `$ref`s to responses
+    followed). Only a question asked of the document: a reference that does not resolve answers no, quietly (the
+    output schema's own response was resolved, and reported, by `output_schema`)."""
+    responses = op.get("responses")
+    if not isinstance(responses, dict):
+        return True
+    bodies: set[str] = set()
+    for code, response in responses.items():
+        if not (_SUCCESS.fullmatch(str(code)) or str(code) in ("2XX", "2xx")):
+            continue
+        for _ in range(8):
+            if not (isinstance(response, dict) and isinstance(response.get("$ref"), str)):
+                break
+            try:
+                response = resolve_pointer(ctx.document, response["$ref"])
+            except PointerError:  # a reference the document cannot follow: not known to agree
+                return False
+        if not isinstance(response, dict):
+            return False
+        schema, _ = _response_schema(ctx, op, response, "", tool)
+        bodies.add(json.dumps(schema, sort_keys=True))
+    return len(bodies) <= 1
 
 
 def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str, tool: str) -> tuple[Any, str]:

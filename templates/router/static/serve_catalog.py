@@ -5,8 +5,18 @@ description, annotations, output schema) and `_schemas.json` (input schemas and 
 the file the router validates against). Only the keys are decoded when the catalog is first used; a page of
 `tools/list` is built when it is first asked for and kept, so each page is built once however often it is
 listed (Microsoft Graph: 11k tools, 115 pages of 100). Each served schema carries only the `$defs` it reaches,
-nearest first, within `SCHEMA_BUDGET` bytes (a definition beyond it is listed as a stub that any value fits; the
-router still validates against the full schema); the definitions are shared between tools, not copied.
+nearest first, within `SCHEMA_BUDGET` bytes; the definitions are shared between tools, not copied.
+
+    inputSchema    a definition beyond the budget is listed as a stub that any value of its type fits (the
+                   router still validates the arguments against the full schema)
+    outputSchema   faithful or not at all: a client checks every result against it. A stub stands in for a
+                   definition only where a looser definition can only make the schema accept more (under
+                   `properties`, `items`, `allOf`, `anyOf`...); under `oneOf`, `not`, `if`, `contains` or
+                   `unevaluated*` it could make the schema reject a fitting result, or fit one object to two
+                   branches, so such a definition (and all it reaches) goes whole (`strict_definitions`). When it
+                   does not fit the budget, or a reference would not resolve, the tool has no output schema (its
+                   JSON object results still go out as `structuredContent`). `output_validator` is what the
+                   server checks results with: the published schema, compiled as the official client compiles it
 
 Provider tool lists (`GET /tools?provider=`) are the compiler's files themselves, `schemas/<target>.json`
 in the output folder beside `python/` (override with `schemas_dir` or `TOOLC_SCHEMAS_DIR`), sent byte for byte.
@@ -18,11 +28,15 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 from mcp import types
+from referencing import Registry
 
 from ._tables import NAME_MAPS, TARGETS, TOOLS
 from .validate import SCHEMAS_FILE, index_schemas
@@ -33,8 +47,11 @@ PAGE_SIZE = 100
 _HEADER = '{"format":1,'
 _KEY = json.JSONDecoder()
 _DEFS_REF = re.compile(r"#/\$defs/([^/]+)")
+_DEFS_REF_TEXT = re.compile(r'"\$ref":"#/\$defs/((?:[^"\\/]|\\.)+)"')
 _LITERALS = ("const", "default", "enum", "examples")
 _STUB_SIZE = 120
+_SENSITIVE = frozenset({"oneOf", "not", "if", "contains"})
+_UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 SCHEMA_BUDGET = 16_000
 """Bytes of JSON one served schema may take with the definitions it carries (`with_defs`)."""
 
@@ -99,7 +116,8 @@ def references(node: Any) -> set[str]:
 
 
 def stub(name: str, definition: Any) -> dict[str, Any]:
-    """What a definition left out for size is listed as: its type and title, and a note (any value fits it)."""
+    """What a definition left out for size is listed as: its type and title, and a note (any value of the type fits
+    it; the router still checks arguments in full)."""
     kept = {
         key: definition[key]
         for key in ("type", "title")
@@ -107,7 +125,7 @@ def stub(name: str, definition: Any) -> dict[str, Any]:
     }
     return {
         **kept,
-        "description": f"{name}: not expanded in this listing (the router checks it in full)",
+        "description": f"{name}: not expanded in this listing (any value of its type fits here)",
     }
 
 
@@ -123,19 +141,116 @@ def with_defs(
     With a `budget` (bytes of JSON for the whole schema), a definition that would take it over is listed as a
     `stub` and not followed further: Microsoft Graph's definitions reach one another, so a closure can be a
     megabyte per tool. Definitions are shared between tools, never copied; `sizes` caches their JSON lengths."""
+    bundled = _bundled(schema, defs, budget, sizes, may_stub=None)
+    assert (
+        bundled is not None
+    )  # any definition may be a stub: nothing is ever over the budget
+    return bundled
+
+
+Positions = tuple[frozenset[str], frozenset[str]]
+"""(names a schema refers to only where a looser definition loosens it, names it refers to elsewhere)."""
+
+
+def faithful_with_defs(
+    schema: Mapping[str, Any],
+    defs: Mapping[str, Any] | None,
+    *,
+    budget: int | None = None,
+    sizes: dict[str, int] | None = None,
+    positions: dict[str, Positions] | None = None,
+) -> dict[str, Any] | None:
+    """`with_defs` for a schema clients check results against: a definition may be a stub only where a looser
+    definition can only make the schema accept more (`strict_definitions`); None when one that may not be a
+    stub does not fit `budget`, or is missing. `positions` caches each definition's `loosening`."""
+    if schema.get("$defs"):
+        return _bundled(schema, defs, budget, sizes, may_stub=lambda name: False)
+    positions = {} if positions is None else positions
+    strict = strict_definitions(schema, defs or {}, positions)
+    return _bundled(
+        schema, defs, budget, sizes, may_stub=lambda name: name not in strict
+    )
+
+
+def loosening(node: Any) -> Positions:
+    """The `$defs` names `node` refers to, split by position. Under `oneOf`, `not`, `if` and `contains`, or below
+    a schema with `unevaluatedProperties`/`unevaluatedItems`, a definition that accepts more can make the whole
+    accept less, or fit one value to two `oneOf` branches: a stub there would not be faithful."""
+    loose: set[str] = set()
+    strict: set[str] = set()
+    pending: list[tuple[Any, bool]] = [(node, False)]
+    while pending:
+        item, sensitive = pending.pop()
+        if isinstance(item, dict):
+            reference = item.get("$ref")
+            match = (
+                _DEFS_REF.fullmatch(reference) if isinstance(reference, str) else None
+            )
+            if match is not None:
+                name = match.group(1).replace("~1", "/").replace("~0", "~")
+                (strict if sensitive else loose).add(name)
+            inner = sensitive or any(key in item for key in _UNEVALUATED)
+            pending.extend(
+                (value, inner or key in _SENSITIVE)
+                for key, value in item.items()
+                if key not in _LITERALS
+            )
+        elif isinstance(item, list):
+            pending.extend((value, sensitive) for value in item)
+    return frozenset(loose - strict), frozenset(strict)
+
+
+def strict_definitions(
+    schema: Mapping[str, Any], defs: Mapping[str, Any], positions: dict[str, Positions]
+) -> set[str]:
+    """The definitions `schema` reaches that must be published whole: those referred to from a sensitive
+    position (`loosening`), and everything a definition that must be whole refers to."""
+    loose_roots, strict_roots = loosening(schema)
+    strict: set[str] = set()
+    loose: set[str] = set()
+    pending = [(name, True) for name in strict_roots]
+    pending += [(name, False) for name in loose_roots]
+    while pending:
+        name, sensitive = pending.pop()
+        if name in strict or (not sensitive and name in loose) or name not in defs:
+            continue
+        (strict if sensitive else loose).add(name)
+        found = positions.get(name)
+        if found is None:
+            found = positions[name] = loosening(defs[name])
+        pending.extend((inner, True) for inner in found[1])
+        pending.extend((inner, sensitive) for inner in found[0])
+    return strict
+
+
+def _bundled(
+    schema: Mapping[str, Any],
+    defs: Mapping[str, Any] | None,
+    budget: int | None,
+    sizes: dict[str, int] | None,
+    *,
+    may_stub: Callable[[str], bool] | None,
+) -> dict[str, Any] | None:
+    """The bundle. `may_stub` says which definitions may be stubs (None: any, and a missing one is skipped); with
+    it, None when one that may not be a stub does not fit, or a definition is missing."""
     own = dict(schema.get("$defs") or {})
-    if not defs:
-        return dict(schema)
+    defs = defs or {}
     sizes = {} if sizes is None else sizes
     used = len(json.dumps(schema, separators=(",", ":"))) if budget is not None else 0
+    if may_stub is not None and budget is not None and used > budget:
+        return None
     added: dict[str, Any] = {}
     seen = set(own)
     level = sorted(references(schema))
     while level:
         following: set[str] = set()
         for name in level:
-            if name in seen or name not in defs:
+            if name in seen:
                 continue
+            if name not in defs:
+                if may_stub is None:
+                    continue
+                return None
             seen.add(name)
             definition = defs[name]
             if budget is not None:
@@ -145,6 +260,8 @@ def with_defs(
                         json.dumps(definition, separators=(",", ":"))
                     )
                 if used + size > budget:
+                    if may_stub is not None and not may_stub(name):
+                        return None
                     added[name] = stub(name, definition)
                     used += _STUB_SIZE
                     continue
@@ -155,6 +272,29 @@ def with_defs(
     if not added:
         return dict(schema)
     return {**schema, "$defs": {**{name: added[name] for name in sorted(added)}, **own}}
+
+
+def publishable(
+    schema: dict[str, Any] | None, *, foreign: bool
+) -> dict[str, Any] | None:
+    """`schema` when the official client can use it, else None: every `#/$defs/` reference resolves inside it (the
+    client resolves no other) and, for a `foreign` schema (an MCP server's, carried as the server wrote it, in
+    any dialect), the client's `check_schema` passes. The compiler's own schemas are valid 2020-12 (the corpus
+    tests check it), and checking them again would cost seconds on Stripe's first page."""
+    if schema is None:
+        return None
+    named = schema.get("$defs") or {}
+    text = json.dumps(schema, separators=(",", ":"))
+    for match in _DEFS_REF_TEXT.finditer(text):
+        name = json.loads(f'"{match.group(1)}"').replace("~1", "/").replace("~0", "~")
+        if name not in named:
+            return None
+    if foreign:
+        try:
+            validator_for(schema).check_schema(schema)
+        except SchemaError:
+            return None
+    return schema
 
 
 class ServedCatalog:
@@ -184,6 +324,9 @@ class ServedCatalog:
         self._defs: dict[str, Any] = {}
         self._sizes: dict[str, dict[str, int]] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
+        self._outputs: dict[str, dict[str, Any] | None] = {}
+        self._positions: dict[str, dict[str, Positions]] = {}
+        self._output_validators: dict[str, Validator | None] = {}
 
     # Names ---------------------------------------------------------------------------------------------------
 
@@ -273,30 +416,72 @@ class ServedCatalog:
             schema = self._inputs[name] = self._input_schema(tool_id)
             return schema
 
+    def output_validator(self, name: str) -> Validator | None:
+        """What results of the tool served as `name` are checked with before they are sent: its published output
+        schema compiled as the official client compiles it (no `$ref` outside it resolves), or None when the
+        tool publishes none (or `name` is not a served name: a client that called it so has no schema either)."""
+        if name in self._output_validators:
+            return self._output_validators[name]
+        if name not in self._index():
+            return None
+        with self._lock:
+            schema = self._output_schema_locked(name)
+            validator = (
+                None
+                if schema is None
+                else validator_for(schema)(schema, registry=Registry())
+            )
+            self._output_validators[name] = validator
+            return validator
+
     def _tool(self, name: str) -> types.Tool:
         entry = json.loads(self._index_locked()[name])
         tool_id = str(entry.pop("id"))
         self._ids[name] = tool_id
-        text = self._schemas_index()["tools"].get(tool_id)
-        schema: dict[str, Any] = {"source": None, "schema": {"type": "object"}}
-        if text is not None:
-            schema = json.loads(text)
-        source = schema["source"]
-        if "outputSchema" in entry:
-            entry["outputSchema"] = self._bundle(entry["outputSchema"], source)
+        entry.pop("outputSchema", None)
+        output = self._output_schema_locked(name)
+        if output is not None:
+            entry["outputSchema"] = output
+        schema = self._schema_entry(tool_id)
         return types.Tool.model_validate(
             {
                 "name": name,
                 **entry,
-                "inputSchema": self._bundle(schema["schema"], source),
+                "inputSchema": self._bundle(schema["schema"], schema["source"]),
             }
         )
 
-    def _input_schema(self, tool_id: str) -> dict[str, Any]:
+    def _output_schema_locked(self, name: str) -> dict[str, Any] | None:
+        """The output schema published for `name`: whole within the budget and compilable, else None (kept)."""
+        if name in self._outputs:
+            return self._outputs[name]
+        entry = json.loads(self._index_locked()[name])
+        published: dict[str, Any] | None = None
+        if "outputSchema" in entry:
+            source = self._schema_entry(str(entry["id"]))["source"]
+            key = source or ""
+            published = publishable(
+                faithful_with_defs(
+                    entry["outputSchema"],
+                    self._source_defs(source),
+                    budget=self.schema_budget,
+                    sizes=self._sizes.setdefault(key, {}),
+                    positions=self._positions.setdefault(key, {}),
+                ),
+                foreign=str(entry["id"]).startswith("mcp:"),
+            )
+        self._outputs[name] = published
+        return published
+
+    def _schema_entry(self, tool_id: str) -> dict[str, Any]:
         text = self._schemas_index()["tools"].get(tool_id)
         if text is None:
-            return {"type": "object"}
-        entry = json.loads(text)
+            return {"source": None, "schema": {"type": "object"}}
+        entry: dict[str, Any] = json.loads(text)
+        return entry
+
+    def _input_schema(self, tool_id: str) -> dict[str, Any]:
+        entry = self._schema_entry(tool_id)
         return self._bundle(entry["schema"], entry["source"])
 
     def _bundle(self, schema: Mapping[str, Any], source: str | None) -> dict[str, Any]:

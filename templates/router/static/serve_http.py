@@ -14,6 +14,9 @@
                                    the router refused (schema, JSON, UTF-8, the wire rules), 503 when the audit
                                    cannot record the call, 403 for any other refusal (a policy gate). Every
                                    refusal is audited.
+                                   The discovery meta-tools (`toolc_search_tools`, `toolc_describe_tool`,
+                                   `toolc_call_tool`) are answered here too: `GET /tools` hands out the
+                                   discovery form for a project too big for one request.
 
 Safe by default:
 - a loopback host (127.0.0.0/8, ::1, localhost) is the default bind; on any other address the server refuses to
@@ -54,7 +57,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import providers
+from . import discovery, providers
 from ._tables import TARGETS
 from ._types import InvocationContext, RouterError, ToolResult
 from .policy import PolicyDecision
@@ -262,10 +265,22 @@ def create_app(
             if entry is not None:
                 arguments, malformed = providers.to_tool_arguments(entry, arguments)
         async with limiter:
-            result = await router.checked_call(
-                tool_id or name, arguments, http_context, malformed, denied=denied
-            )
-        if tool_id is None and denied is None and result.denied_by is not None:
+            served_here = name in discovery.NAMES and tool_id is None and denied is None
+            if served_here and malformed is None:
+                result = await discovery.serve(
+                    router, name, arguments, None, http_context
+                )
+            else:
+                result = await router.checked_call(
+                    tool_id or name, arguments, http_context, malformed, denied=denied
+                )
+        # An unknown name is 404; a discovery meta-tool's refusal of the tool it calls is that tool's answer.
+        if (
+            tool_id is None
+            and denied is None
+            and not served_here
+            and result.denied_by is not None
+        ):
             result.denied_by = "unknown"
         return _answer(result)
 

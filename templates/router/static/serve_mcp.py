@@ -5,6 +5,21 @@
     tools/call   `Router.call_tool`: policy gates, argument validation and audit, then the MCP server or HTTP
                  API behind the tool; a refusal or failure is an `isError` result whose text says why
 
+What a result carries (`call_result`). Both official clients check `structuredContent` against the tool's
+`outputSchema` and fail the call on a mismatch (the Python SDK: a success result must carry conforming
+structured content; the TypeScript SDK, behind the MCP Inspector: any structured content, error results too).
+So, for a tool that publishes an output schema, the server checks first:
+
+    the result fits the schema         `structuredContent` and the content blocks, as the tool sent them
+    an error result (a refusal,        no `structuredContent` (an error body is not what the schema describes):
+    HTTP 4xx/5xx, a tool error)        the router's error, then the content blocks (the body as text)
+    a success that does not fit        `isError`: a line saying where the result breaks the schema, then the
+    (breaks the schema, not JSON,      content blocks; nothing is lost, and no client rejects it (both skip
+    not an object, empty)              the check on error results)
+
+A tool without an output schema sends `structuredContent` for a JSON object result and text for anything else
+(clients of MCP 2025-11-25 and before accept only objects there).
+
 Transports: stdio (`run_stdio`) and Streamable HTTP (`serve_http`, which mounts `session_manager` at `/mcp`).
 At most `max_calls` tool calls run at once (the rest wait their turn).
 """
@@ -12,10 +27,13 @@ At most `max_calls` tool calls run at once (the rest wait their turn).
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from typing import Any
 
 import anyio
+from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -37,14 +55,71 @@ INSTRUCTIONS = (
 MAX_CALLS = 16
 
 
-def call_result(result: ToolResult) -> types.CallToolResult:
-    """The router's result as MCP content (`structuredContent` only when the result is a JSON object)."""
+def output_problem(
+    output: Validator, structured: Any, content: list[Any]
+) -> str | None:
+    """None when `structured` fits the published output schema, else where and why it does not."""
+    if structured is None:
+        return "it holds no JSON value" if content else "it is empty"
+    try:
+        error = best_match(output.iter_errors(structured))
+    except Exception as exc:
+        # A `$ref` that does not resolve, a pattern Python cannot compile: the result is not known to fit.
+        logger.debug("the output schema cannot be checked", exc_info=True)
+        return f"the schema cannot be checked: {type(exc).__name__}"
+    if error is None:
+        return None
+    where = "".join(
+        "/" + str(part).replace("~", "~0").replace("/", "~1")
+        for part in error.absolute_path
+    )
+    message = error.message if len(error.message) <= 300 else error.message[:300] + "…"
+    return f"{where or '/'}: {message}"
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def served_form(
+    result: ToolResult, output: Validator | None = None
+) -> tuple[list[Any], Any, bool]:
+    """(content, structured content or None, isError) as sent for `result`; `output` checks the result against
+    the tool's published output schema (see the module's table)."""
+    content = list(result.content)
     structured = result.structured if isinstance(result.structured, dict) else None
+    is_error = result.is_error
+    problem = None
+    if output is not None and is_error:
+        structured = None  # an error body is not what the schema describes
+    elif output is not None:
+        problem = output_problem(output, result.structured, content)
+        structured = structured if problem is None else None
+    if structured is None and result.structured is not None and not content:
+        # Structured content that is not sent still reaches the caller, as JSON text.
+        content = [_text(json.dumps(result.structured, ensure_ascii=False))]
+    if problem is not None and not is_error:
+        is_error = True
+        note = f"The result does not match this tool's output schema ({problem}); it follows as text."
+        content.insert(0, _text(note))
+    if is_error and result.error and not _starts_with(content, result.error):
+        content.insert(0, _text(result.error))
+    return content, structured, is_error
+
+
+def _starts_with(content: list[Any], text: str) -> bool:
+    first = content[0] if content else None
+    return isinstance(first, dict) and first.get("text") == text
+
+
+def call_result(
+    result: ToolResult, output: Validator | None = None
+) -> types.CallToolResult:
+    """The router's result as MCP content, checked against the published output schema `output` when there is one."""
+    content, structured, is_error = served_form(result, output)
     try:
         return types.CallToolResult(
-            content=result.content,
-            structured_content=structured,
-            is_error=result.is_error,
+            content=content, structured_content=structured, is_error=is_error
         )
     except ValidationError:
         # A content block this SDK cannot carry: send its text form rather than fail the call.
@@ -89,7 +164,7 @@ def mcp_server(
             result = await router.call_tool(
                 tool_id, params.arguments or {}, context=call_context
             )
-        return call_result(result)
+        return call_result(result, served.output_validator(params.name))
 
     return Server(
         PROJECT,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,6 +69,7 @@ def test_params_flattened_schema_and_binding() -> None:
         ),
         body_content_type="application/json",
         body_required=True,
+        output_partial=True,  # its 204 answers with no body: no output schema can promise every answer
         security=((API_KEY,), ()),
     )
     assert tool.description == "Update a pet\n\nReplaces the pet's name and id."
@@ -295,3 +298,25 @@ def test_swagger_without_host_and_unknown_security_scheme() -> None:
     assert [_binding(t).security for t in tools] == [((),), ((),)]
     unknown = [d for d in diagnostics if d.code == "TC313"]
     assert len(unknown) == 1 and unknown[0].severity is Severity.WARNING and unknown[0].pointer == "/security/0"
+
+
+def test_success_statuses_that_disagree_on_the_body_mark_the_output_partial(tmp_path: Path) -> None:
+    widget = {"type": "object", "properties": {"id": {"type": "integer"}}}
+    json_body = {"content": {"application/json": {"schema": widget}}}
+    operations = {
+        "same": {"200": {"description": "ok", **json_body}, "201": {"description": "made", **json_body}},
+        "none": {"201": {"description": "made", **json_body}, "204": {"description": "nothing"}},
+        "other": {"200": {"description": "ok", **json_body},
+                  "202": {"description": "queued", "content": {"application/json": {"schema": {"type": "string"}}}}},
+        "broken": {"200": {"description": "ok", **json_body}, "201": {"$ref": "#/components/responses/Gone"}},
+    }
+    document = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "servers": [{"url": "https://x.test"}],
+                "paths": {f"/{name}": {"get": {"operationId": name, "responses": responses}}
+                          for name, responses in operations.items()}}
+    path = tmp_path / "statuses.json"
+    path.write_text(json.dumps(document))
+    _, tools, diagnostics = compile_file(path, tmp_path)
+    partial = {tool.name: _binding(tool).output_partial for tool in tools}
+    assert partial == {"same": False, "none": True, "other": True, "broken": True}
+    assert all(tool.output_schema is not None for tool in tools)  # the IR keeps the first 2xx body's schema
+    assert not [d for d in diagnostics if d.tool == "openapi:statuses:broken"]  # asked quietly, not reported
