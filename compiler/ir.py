@@ -124,13 +124,19 @@ class HttpBinding:
     body_content_type: str | None = None
     body_required: bool = False
     """The request body is required: sent (at least `{}` for an object body) even when no body field is given."""
-    output_partial: bool = False
-    """Some success status of the operation answers with another body than `Tool.output_schema` describes, or
-    with none (GitHub's 201 with an invitation or 204 with nothing): no output schema can be promised to MCP
-    clients for every answer."""
     security: tuple[tuple[SecurityScheme, ...], ...] = ()
     """Alternatives (any one suffices), each a set of schemes used together, as in OpenAPI."""
     kind: Literal["http"] = "http"
+
+
+@dataclass(frozen=True, slots=True)
+class PartialOutputBinding(HttpBinding):
+    """An operation some success status of which answers with another body than `Tool.output_schema` describes,
+    or with none (GitHub's 201 with an invitation or 204 with nothing): no output schema can be promised to MCP
+    clients for every answer. A subclass rather than a field of `HttpBinding`, so every other binding encodes (and
+    hashes into the lock) exactly as before."""
+
+    output_partial: bool = True
 
 
 Binding = McpBinding | HttpBinding

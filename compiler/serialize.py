@@ -15,6 +15,7 @@ from compiler.ir import (
     HttpArgument,
     HttpBinding,
     McpBinding,
+    PartialOutputBinding,
     RiskLevel,
     SecurityScheme,
     Source,
@@ -75,7 +76,7 @@ def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
         "base_url": binding.base_url,
         "body_content_type": binding.body_content_type,
         **({"body_required": True} if binding.body_required else {}),
-        **({"output_partial": True} if binding.output_partial else {}),
+        **({"output_partial": True} if isinstance(binding, PartialOutputBinding) else {}),
         "arguments": [_argument_to_json(argument) for argument in binding.arguments],
         "security": [[_shallow(s, _SCHEME_FIELDS) for s in alternative] for alternative in binding.security],
     }
@@ -122,13 +123,13 @@ def catalog_to_json(catalog: Catalog) -> dict[str, Any]:
 def _binding_from_json(data: Mapping[str, Any]) -> McpBinding | HttpBinding:
     if data["kind"] == "mcp":
         return McpBinding(server=data["server"], tool_name=data["tool_name"])
-    return HttpBinding(
+    binding = PartialOutputBinding if data.get("output_partial") else HttpBinding
+    return binding(
         method=data["method"],
         path=data["path"],
         base_url=data["base_url"],
         body_content_type=data.get("body_content_type"),
         body_required=data.get("body_required", False),
-        output_partial=data.get("output_partial", False),
         arguments=tuple(_argument_from_json(argument) for argument in data["arguments"]),
         security=tuple(tuple(SecurityScheme(**s) for s in alt) for alt in data.get("security", [])),
     )

@@ -19,7 +19,7 @@ the tool's own, else its title, else the HTTP method and path of an operation, o
 Output schemas: up to MCP 2025-11-25 an `outputSchema` must have an object root, and a client checks every
 structured result against it. A root `$ref` is inlined; a schema whose root is not an object (an array, a
 string, a union) is not published, and such results reach the client as text only. Nor is the schema of an
-operation whose success statuses answer with different bodies, or some with none (`HttpBinding.output_partial`):
+operation whose success statuses answer with different bodies, or some with none (`PartialOutputBinding`):
 a success that carries no conforming structured content would be an error to the client.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from compiler.config import NamesConfig
-from compiler.ir import Catalog, HttpBinding, Tool
+from compiler.ir import Catalog, HttpBinding, PartialOutputBinding, Tool
 from compiler.policy import is_read_only
 from compiler.providers.names import Mangler, assign_names
 
@@ -102,7 +102,7 @@ def output_schema(tool: Tool, defs: Mapping[str, Any]) -> dict[str, Any] | None:
     schema = tool.output_schema
     if not isinstance(schema, Mapping):
         return None
-    if isinstance(tool.binding, HttpBinding) and tool.binding.output_partial:
+    if isinstance(tool.binding, PartialOutputBinding):
         return None  # some success answer has another body, or none: it could not carry conforming content
     own = {**defs, **(schema.get("$defs") or {})}
     target = _target(schema, own)

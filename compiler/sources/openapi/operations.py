@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from compiler.ir import HttpArgument, HttpBinding, JsonObject, Tool
+from compiler.ir import HttpArgument, HttpBinding, JsonObject, PartialOutputBinding, Tool
 from compiler.policy import operation_hints, operation_risk
 from compiler.refs.pointers import PointerError, resolve_pointer
 from compiler.sources.openapi.codes import (
@@ -218,7 +219,8 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any],
     )
     output = output_schema(ctx, op, at, tool)
     if output is not None and not success_bodies_agree(ctx, op, tool):
-        binding = replace(binding, output_partial=True)
+        binding = PartialOutputBinding(**{item.name: getattr(binding, item.name)
+                                          for item in dataclass_fields(binding)})
     return Tool(
         id=tool,
         source=ctx.source_id,

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from compiler.config import OpenApiConfig
 from compiler.diagnostics import Diagnostics, Severity
-from compiler.ir import HttpArgument, HttpBinding, RiskLevel, SecurityScheme, Tool
+from compiler.ir import HttpArgument, HttpBinding, PartialOutputBinding, RiskLevel, SecurityScheme, Tool
 from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
 from tests.support.openapi import FIXTURES, compile_file, dangling_refs, dialect_leftovers
@@ -54,7 +54,8 @@ def test_params_flattened_schema_and_binding() -> None:
         "additionalProperties": False,
     }
     binding = _binding(tool)
-    assert binding == HttpBinding(
+    # Partial: its 204 answers with no body, so no output schema can promise every answer.
+    assert binding == PartialOutputBinding(
         method="PUT",
         path="/pets/{id}",
         base_url="https://eu.example.test/v1",
@@ -69,7 +70,6 @@ def test_params_flattened_schema_and_binding() -> None:
         ),
         body_content_type="application/json",
         body_required=True,
-        output_partial=True,  # its 204 answers with no body: no output schema can promise every answer
         security=((API_KEY,), ()),
     )
     assert tool.description == "Update a pet\n\nReplaces the pet's name and id."
@@ -316,7 +316,7 @@ def test_success_statuses_that_disagree_on_the_body_mark_the_output_partial(tmp_
     path = tmp_path / "statuses.json"
     path.write_text(json.dumps(document))
     _, tools, diagnostics = compile_file(path, tmp_path)
-    partial = {tool.name: _binding(tool).output_partial for tool in tools}
+    partial = {tool.name: isinstance(_binding(tool), PartialOutputBinding) for tool in tools}
     assert partial == {"same": False, "none": True, "other": True, "broken": True}
     assert all(tool.output_schema is not None for tool in tools)  # the IR keeps the first 2xx body's schema
     assert not [d for d in diagnostics if d.tool == "openapi:statuses:broken"]  # asked quietly, not reported
