@@ -2,14 +2,16 @@
 
 Layout (under `python/` in the output folder, next to the router's `toolc_router/`):
 
-    <package>/__init__.py   re-exports every stub and `ToolCallError`
+    <package>/__init__.py   re-exports every stub, `ToolCallError` and `ToolOutputError`
     <package>/tools.py      one `async def` per tool: keyword-only arguments mirroring the input schema
                             (required first, optional ones default to None), the description as docstring,
                             `context: InvocationContext | None = None` last; it builds the JSON-ready
                             `arguments` (keyed by the schema's property names) and awaits
                             `toolc_router.call_tool(tool_id, arguments, context=context)`. Returns the output
                             model when the tool declares an output schema (raising `ToolCallError` when the
-                            call fails or has no structured content), else the router's `ToolResult`.
+                            call fails or has no structured content, and `ToolOutputError`, which carries
+                            the raw answer, when the answer does not fit the model), else the router's
+                            `ToolResult`.
     <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
                             and the source's shared definitions, generated once (`codegen.models`)
     <package>/_models_<i>.py  only for a big source (more than `model_chunks.CHUNK_WEIGHT` bytes of schema):
@@ -266,5 +268,5 @@ class SourcePackage:
     def _init_module(self, stubs: list[Stub], orphans: tuple[str, ...]) -> str:
         names = sorted([stub.name for stub in stubs] + list(orphans))
         return render("stubs/__init__.py.jinja", docstring=self._docstring("Typed stubs for"), names=names,
-                      all_names=sorted([*names, "ToolCallError"]))
+                      all_names=sorted([*names, "ToolCallError", "ToolOutputError"]))
 

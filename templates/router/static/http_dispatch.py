@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -68,6 +69,7 @@ class HttpDispatcher:
         )
 
     async def call(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> ToolResult:
+        assert tool.http is not None  # as in `request_for`
         request = self.request_for(tool, arguments)
         api = self._apis[tool.source]
         if self._client is None:
@@ -86,22 +88,31 @@ class HttpDispatcher:
             )
         if request.content_type is not None:
             headers["Content-Type"] = request.content_type
-        async with semaphore:
-            # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte at a
-            # time would otherwise hold the call, and a slot of the source, for as long as the server likes).
-            async with asyncio.timeout(api.timeout_ms / 1000):
-                outgoing = self._client.build_request(
-                    request.method,
-                    request.url,
-                    headers=headers,
-                    content=request.content,
-                    files=request.files,
-                    timeout=api.timeout_ms / 1000,
-                )
-                response = await read_capped(
-                    await self._client.send(outgoing, stream=True)
-                )
-        return response_result(response)
+        where = _where(request, tool.http.path)
+        try:
+            async with semaphore:
+                # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte
+                # at a time would otherwise hold the call, and a slot of the source, as long as the server likes).
+                async with asyncio.timeout(api.timeout_ms / 1000):
+                    outgoing = self._client.build_request(
+                        request.method,
+                        request.url,
+                        headers=headers,
+                        content=request.content,
+                        files=request.files,
+                        timeout=api.timeout_ms / 1000,
+                    )
+                    response = await read_capped(
+                        await self._client.send(outgoing, stream=True)
+                    )
+        except (TimeoutError, httpx2.TimeoutException) as exc:
+            raise RouterError(
+                f"no answer within {api.timeout_ms / 1000:g} s ({_reason(exc)}) "
+                f"for {where}"
+            ) from exc
+        except httpx2.TransportError as exc:
+            raise RouterError(f"cannot connect for {where}: {_reason(exc)}") from exc
+        return response_result(response, where)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -139,7 +150,23 @@ async def read_capped(response: httpx2.Response) -> httpx2.Response:
     )
 
 
-def response_result(response: httpx2.Response) -> ToolResult:
+def _where(request: HttpRequest, path: str) -> str:
+    """`GET /pets/{id} on http://127.0.0.1:8080`: the method, the operation's path template (never the
+    arguments in it) and the origin the request went to (never credentials in its user-info)."""
+    parts = urlsplit(request.url)
+    host = parts.netloc.rpartition("@")[2]
+    return f"{request.method} {path} on {parts.scheme}://{host}"
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as `Type: message` (httpx2's timeouts and asyncio's have empty messages)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def response_result(response: httpx2.Response, where: str) -> ToolResult:
+    """The answer as a result. An error status reads `HTTP 401 Unauthorized from GET /user on https://host`,
+    first in `content` (where a served error result shows it) and in `error`, then the answer's body."""
     structured: Any | None = None
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if response.content and (
@@ -155,9 +182,10 @@ def response_result(response: httpx2.Response) -> ToolResult:
         [{"type": "text", "text": response.text}] if response.content else []
     )
     is_error = response.status_code >= 400
-    error = (
-        f"HTTP {response.status_code} {response.reason_phrase}" if is_error else None
-    )
+    error = None
+    if is_error:
+        error = f"HTTP {response.status_code} {response.reason_phrase} from {where}"
+        content.insert(0, {"type": "text", "text": error})
     return ToolResult(
         structured=structured, content=content, is_error=is_error, error=error
     )

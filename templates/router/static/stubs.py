@@ -8,32 +8,69 @@ working against any router exposing that contract.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from . import InvocationContext, ToolResult, call_tool
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "InvocationContext",
     "ToolCallError",
+    "ToolOutputError",
     "ToolResult",
     "build_arguments",
     "call_tool",
     "structured",
+    "typed",
 ]
 
 
 class ToolCallError(Exception):
-    """A typed stub got no structured result: the tool reported an error, or returned no structured content."""
+    """A typed stub got no structured result: the call was refused or failed, or returned no structured content.
 
-    def __init__(self, tool_id: str, result: ToolResult) -> None:
-        reason = (
-            "the tool reported an error"
-            if result.is_error
-            else "the tool returned no structured content"
-        )
+    The message says why, as `ToolResult.error` does: the gate and the setting that would allow the call
+    (`denied by project_binding: ...`), the HTTP status with method, path and host, or the connection error
+    with the host it tried. `result` is the router's whole `ToolResult`."""
+
+    def __init__(
+        self, tool_id: str, result: ToolResult, reason: str | None = None
+    ) -> None:
+        if reason is None and result.is_error:
+            reason = result.error or "the tool reported an error"
+        elif reason is None:
+            reason = "the tool returned no structured content"
         super().__init__(f"{tool_id}: {reason}")
         self.tool_id = tool_id
         self.result = result
+
+
+class ToolOutputError(ToolCallError):
+    """The call succeeded but its answer does not fit the stub's output model: the API broke its own schema.
+
+    Nothing is lost: `structured` is the answer as the API sent it (JSON: dicts, lists, str, ...), `result` the
+    router's whole `ToolResult`, `validation_error` pydantic's reason (its `.errors()` locate each problem)."""
+
+    def __init__(
+        self, tool_id: str, result: ToolResult, model: type[Any], error: ValidationError
+    ) -> None:
+        problems = error.errors(include_url=False, include_input=False)
+        shown = "; ".join(_problem(problem) for problem in problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        reason = (
+            f"the answer does not fit {model.__name__}: {shown}{more}; "
+            "the raw answer is on this exception's .structured"
+        )
+        super().__init__(tool_id, result, reason)
+        self.structured: Any = result.structured
+        self.validation_error = error
+
+
+def _problem(problem: Any) -> str:
+    where = "/".join(str(part) for part in problem["loc"])
+    return f"/{where}: {problem['msg']}" if where else str(problem["msg"])
 
 
 def _jsonable(value: Any) -> Any:
@@ -69,6 +106,16 @@ def build_arguments(
         mode="json", by_alias=True, exclude_unset=True
     )
     return dumped
+
+
+def typed(model: type[M], tool_id: str, result: ToolResult) -> M:
+    """The structured content of a successful call as `model`; `ToolCallError` for a failed call or one with no
+    structured content, `ToolOutputError` (with the raw answer) for an answer `model` does not accept."""
+    value = structured(tool_id, result)
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise ToolOutputError(tool_id, result, model, exc) from exc
 
 
 def structured(tool_id: str, result: ToolResult) -> Any:
