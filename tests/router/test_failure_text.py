@@ -18,7 +18,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from compiler.config import OpenApiConfig
 from compiler.ir import Catalog, McpBinding, RiskLevel, Source, Tool
 from tests.support.loopback import QuietHandler, loopback_http
-from tests.support.router import catalog_from, load_router, make_build, probe_server, probe_tools, write_router
+from tests.support.router import (
+    catalog_from,
+    load_router,
+    make_build,
+    probe_server,
+    probe_tools,
+    write_router,
+)
 
 TOKEN = "s3cret-admin"
 PARAMS_API = OpenApiConfig(id="params", path="fixtures/openapi/params.yaml", base_url="${PARAMS_API_URL}/v1")
