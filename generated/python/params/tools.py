@@ -45,7 +45,7 @@ async def create_pet(
 
 async def create_pets(
     *,
-    body: list[_models.NewPet],
+    body: list[_models.NewPetInput],
     context: InvocationContext | None = None,
 ) -> ToolResult:
     """Call the tool 'createPets'.
