@@ -157,7 +157,7 @@ async def test_a_401_names_status_method_path_and_host(rt: Any) -> None:
     with loopback_http(Unauthorized) as url:
         result = await _router(rt, PARAMS_API_URL=url).call_tool("openapi:params:getPet", {"id": 7},
                                                                  context=_context(rt))
-    assert result.error == f"HTTP 401 Unauthorized from GET /pets/{{id}} on {url}"
+    assert result.error == f"HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1"
     assert result.structured == {"message": "Bad credentials"}  # the answer's own reason stays with it
     assert result.content[1]["text"] == '{"message": "Bad credentials"}'
     _said_everywhere(rt, result, "HTTP 401 Unauthorized from GET /pets/{id} on http://127.0.0.1:")
@@ -167,7 +167,7 @@ async def test_a_host_that_does_not_resolve_is_named(rt: Any) -> None:
     router = _router(rt, PARAMS_API_URL="http://user:pw@no-such-host.invalid:8443")
     result = await router.call_tool("openapi:params:getPet", {"id": 7}, context=_context(rt))
     assert result.error is not None
-    assert result.error.startswith("cannot connect for GET /pets/{id} on http://no-such-host.invalid:8443: "
+    assert result.error.startswith("cannot connect for GET /pets/{id} on http://no-such-host.invalid:8443/v1: "
                                    "ConnectError: "), result.error
     assert "pw" not in result.error  # user-info is never shown
     _said_everywhere(rt, result, "no-such-host.invalid")
@@ -179,5 +179,73 @@ async def test_a_refused_connection_names_host_and_port(rt: Any) -> None:
         port = probe.getsockname()[1]
     router = _router(rt, PARAMS_API_URL=f"http://127.0.0.1:{port}")
     result = await router.call_tool("openapi:params:getPet", {"id": 7}, context=_context(rt))
-    assert (result.error or "").startswith(f"cannot connect for GET /pets/{{id}} on http://127.0.0.1:{port}: "
+    assert (result.error or "").startswith(f"cannot connect for GET /pets/{{id}} on http://127.0.0.1:{port}/v1: "
                                            "ConnectError")
+
+
+# -- through a generated stub, in a process of its own (the generated packages and nothing of toolc) -------------
+
+class PetAnswers(QuietHandler):
+    """GET /v1/pets/1: a pet that breaks the schema's types (id a string); /v1/pets/2: 401."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/v1/pets/2"):
+            self.send_json(401, b'{"message": "Bad credentials"}')
+        else:
+            self.send_json(200, json.dumps({"id": "one", "name": "Rex", "unlisted": [1]}).encode())
+
+
+STUB_DRIVER = '''
+import asyncio, json, sys
+import toolc_router
+from params import ToolCallError, ToolOutputError, get_pet
+
+router = toolc_router.configure(toolc_router.Router(audit_sink=toolc_router.MemoryAuditSink(),
+                                                    environ={"PARAMS_API_URL": sys.argv[1]}))
+context = toolc_router.InvocationContext(project_id="p")
+
+async def main():
+    found = {}
+    try:
+        await get_pet(id_=1, context=context)
+    except ToolOutputError as exc:
+        found["output"] = {"message": str(exc), "structured": exc.structured, "is_call_error": isinstance(exc, ToolCallError),
+                           "problems": len(exc.validation_error.errors()), "status": exc.result.is_error}
+    try:
+        await get_pet(id_=2, context=context)
+    except ToolOutputError:
+        found["unauthorized"] = "wrong class"
+    except ToolCallError as exc:
+        found["unauthorized"] = str(exc)
+    print(json.dumps(found))
+
+asyncio.run(main())
+'''
+
+
+def test_a_stub_raises_why_and_keeps_the_raw_answer(tmp_path: Path) -> None:
+    from compiler.build import Build
+    from compiler.codegen.router import generate_router
+    from compiler.codegen.stubs import generate_stubs
+    from compiler.config import Config
+    from compiler.diagnostics import Diagnostics
+    from compiler.refs import RefResolver
+    from tests.support.codegen import run_isolated, write_files
+    from tests.support.paths import ROOT
+
+    diagnostics = Diagnostics()
+    build = Build(config=Config(root=ROOT, openapi=(PARAMS_API,)), resolver=RefResolver(diagnostics),
+                  catalog=catalog_from(recordings=(), openapi=("params",)), diagnostics=diagnostics, targets=())
+    write_files(tmp_path, {**generate_router(build), **generate_stubs(build)})
+    (tmp_path / "driver.py").write_text(STUB_DRIVER)
+    with loopback_http(PetAnswers) as url:
+        ran = run_isolated(tmp_path, f"sys.argv = ['driver', {url!r}]\nexec(open('driver.py').read())")
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["output"] == {
+        "message": "openapi:params:getPet: the answer does not fit GetPetOutput: /id: Input should be a valid "
+                   "integer, unable to parse string as an integer; the raw answer is on this exception's "
+                   ".structured",
+        "structured": {"id": "one", "name": "Rex", "unlisted": [1]}, "is_call_error": True, "problems": 1,
+        "status": False}
+    assert found["unauthorized"] == f"openapi:params:getPet: HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1"

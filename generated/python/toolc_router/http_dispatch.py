@@ -57,16 +57,21 @@ class HttpDispatcher:
         # lists among the HTTP APIs.
         assert tool.http is not None
         api = self._apis[tool.source]
-        base_url = expand(tool.http.base_url or api.base_url, self._environ)
-        if not base_url:
-            raise RouterError(f"HTTP API {api.id!r} has no base URL")
         return build_request(
             tool.http,
-            base_url,
+            self.base_url(tool),
             arguments,
             tool.fixed_params,
             _credentials(api, self._environ),
         )
+
+    def base_url(self, tool: ToolSpec) -> str:
+        assert tool.http is not None  # as in `request_for`
+        api = self._apis[tool.source]
+        base_url = expand(tool.http.base_url or api.base_url, self._environ)
+        if not base_url:
+            raise RouterError(f"HTTP API {api.id!r} has no base URL")
+        return base_url
 
     async def call(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> ToolResult:
         assert tool.http is not None  # as in `request_for`
@@ -88,7 +93,7 @@ class HttpDispatcher:
             )
         if request.content_type is not None:
             headers["Content-Type"] = request.content_type
-        where = _where(request, tool.http.path)
+        where = _where(request.method, tool.http.path, self.base_url(tool))
         try:
             async with semaphore:
                 # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte
@@ -150,12 +155,12 @@ async def read_capped(response: httpx2.Response) -> httpx2.Response:
     )
 
 
-def _where(request: HttpRequest, path: str) -> str:
-    """`GET /pets/{id} on http://127.0.0.1:8080`: the method, the operation's path template (never the
-    arguments in it) and the origin the request went to (never credentials in its user-info)."""
-    parts = urlsplit(request.url)
+def _where(method: str, path: str, base_url: str) -> str:
+    """`GET /pets/{id} on http://127.0.0.1:8080/v1`: the method, the operation's path template (never the
+    arguments in it) and the base URL it went to (never user-info, query or fragment)."""
+    parts = urlsplit(base_url)
     host = parts.netloc.rpartition("@")[2]
-    return f"{request.method} {path} on {parts.scheme}://{host}"
+    return f"{method} {path} on {parts.scheme}://{host}{parts.path.rstrip('/')}"
 
 
 def _reason(exc: BaseException) -> str:
