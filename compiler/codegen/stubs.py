@@ -13,7 +13,8 @@ Layout (under `python/` in the output folder, next to the router's `toolc_router
                             the raw answer, when the answer does not fit the model), else the router's
                             `ToolResult`.
     <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
-                            and the source's shared definitions, generated once (`codegen.models`)
+                            and the source's shared definitions, generated once (`codegen.models`); output
+                            models never stricter than their JSON Schema, inputs strict (`codegen.lenient`)
     <package>/_models_<i>.py  only for a big source (more than `model_chunks.CHUNK_WEIGHT` bytes of schema):
                             its models in independent chunks, generated in parallel processes; models.py then
                             re-exports every tool model and every name defined in only one chunk, and tools.py
