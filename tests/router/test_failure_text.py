@@ -249,3 +249,20 @@ def test_a_stub_raises_why_and_keeps_the_raw_answer(tmp_path: Path) -> None:
         "structured": {"id": "one", "name": "Rex", "unlisted": [1]}, "is_call_error": True, "problems": 1,
         "status": False}
     assert found["unauthorized"] == f"openapi:params:getPet: HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1"
+
+
+def test_a_text_answer_is_typed_where_the_schema_is_a_string(rt: Any) -> None:
+    """An operation answering text (`*/*`, `text/plain`) for a `type: string` schema has no structured content;
+    the stub types its text rather than refusing a value its schema accepts."""
+    from pydantic import BaseModel, RootModel
+
+    stubs = importlib.import_module("toolc_router.stubs")
+    text = rt.ToolResult(content=[{"type": "text", "text": "attached"}], tool_id="t")
+    assert stubs.typed(RootModel[str], "t", text).root == "attached"
+
+    class Pod(BaseModel):
+        name: str
+
+    with pytest.raises(stubs.ToolCallError, match="t: the tool returned no structured content") as raised:
+        stubs.typed(Pod, "t", text)
+    assert not isinstance(raised.value, stubs.ToolOutputError) and raised.value.result is text

@@ -109,13 +109,30 @@ def build_arguments(
 
 
 def typed(model: type[M], tool_id: str, result: ToolResult) -> M:
-    """The structured content of a successful call as `model`; `ToolCallError` for a failed call or one with no
-    structured content, `ToolOutputError` (with the raw answer) for an answer `model` does not accept."""
+    """The answer of a successful call as `model`: its structured content, or for an answer that is not JSON
+    (an operation answering `text/plain` for a `type: string` schema) its text. `ToolCallError` for a failed call
+    or one with neither, `ToolOutputError` (with the raw answer) for an answer `model` does not accept."""
+    if not result.is_error and result.structured is None:
+        text = _only_text(result)
+        if text is not None:
+            try:
+                return model.model_validate(text)
+            except ValidationError:
+                pass  # not a text answer: no structured content
     value = structured(tool_id, result)
     try:
         return model.model_validate(value)
     except ValidationError as exc:
         raise ToolOutputError(tool_id, result, model, exc) from exc
+
+
+def _only_text(result: ToolResult) -> str | None:
+    """The text of a result whose content is one text block."""
+    if len(result.content) != 1 or not isinstance(result.content[0], dict):
+        return None
+    block = result.content[0]
+    text = block.get("text")
+    return text if block.get("type") == "text" and isinstance(text, str) else None
 
 
 def structured(tool_id: str, result: ToolResult) -> Any:
