@@ -157,10 +157,15 @@ async def test_a_401_names_status_method_path_and_host(rt: Any) -> None:
     with loopback_http(Unauthorized) as url:
         result = await _router(rt, PARAMS_API_URL=url).call_tool("openapi:params:getPet", {"id": 7},
                                                                  context=_context(rt))
-    assert result.error == f"HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1"
+    assert result.error == (f"HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1; credentials: "
+                            "$TOOLC_PARAMS_BEARER (unset)")  # the variable the operation's scheme reads
     assert result.structured == {"message": "Bad credentials"}  # the answer's own reason stays with it
     assert result.content[1]["text"] == '{"message": "Bad credentials"}'
     _said_everywhere(rt, result, "HTTP 401 Unauthorized from GET /pets/{id} on http://127.0.0.1:")
+    with loopback_http(Unauthorized) as url:
+        router = _router(rt, PARAMS_API_URL=url, TOOLC_PARAMS_BEARER="t0ken")
+        wrong = await router.call_tool("openapi:params:getPet", {"id": 7}, context=_context(rt))
+    assert (wrong.error or "").endswith("; credentials: $TOOLC_PARAMS_BEARER (set)") and "t0ken" not in str(wrong)
 
 
 async def test_a_host_that_does_not_resolve_is_named(rt: Any) -> None:
@@ -248,7 +253,8 @@ def test_a_stub_raises_why_and_keeps_the_raw_answer(tmp_path: Path) -> None:
                    ".structured",
         "structured": {"id": "one", "name": "Rex", "unlisted": [1]}, "is_call_error": True, "problems": 1,
         "status": False}
-    assert found["unauthorized"] == f"openapi:params:getPet: HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1"
+    assert found["unauthorized"] == (f"openapi:params:getPet: HTTP 401 Unauthorized from GET /pets/{{id}} on "
+                                     f"{url}/v1; credentials: $TOOLC_PARAMS_BEARER (unset)")
 
 
 def test_a_text_answer_is_typed_where_the_schema_is_a_string(rt: Any) -> None:

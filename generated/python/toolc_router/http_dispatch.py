@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from ._env import expand
+from ._env import _REFERENCE, expand
 from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
 from .validate import json_problem
 from .wire import HttpRequest, build_request
@@ -117,7 +117,11 @@ class HttpDispatcher:
             ) from exc
         except httpx2.TransportError as exc:
             raise RouterError(f"cannot connect for {where}: {_reason(exc)}") from exc
-        return response_result(response, where)
+        result = response_result(response, where)
+        if response.status_code in (401, 403) and result.error is not None:
+            result.error += _credentials_note(tool, api, self._environ)
+            result.content[0] = {"type": "text", "text": result.error}
+        return result
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -161,6 +165,26 @@ def _where(method: str, path: str, base_url: str) -> str:
     parts = urlsplit(base_url)
     host = parts.netloc.rpartition("@")[2]
     return f"{method} {path} on {parts.scheme}://{host}{parts.path.rstrip('/')}"
+
+
+def _credentials_note(
+    tool: ToolSpec, api: HttpApiSpec, environ: Mapping[str, str]
+) -> str:
+    """`; credentials: $TOOLC_PETSTORE_BEARERAUTH (set), $TOOLC_PETSTORE_APIKEY (unset)`: the variables this
+    operation's security schemes are read from, and which hold a value (never the value)."""
+    assert tool.http is not None  # only HTTP operations get here
+    schemes = sorted({s.name for option in tool.http.security for s in option})
+    names = [
+        match.group(1)
+        for scheme in schemes
+        for match in _REFERENCE.finditer(api.auth.get(scheme, ""))
+    ]
+    if not names:
+        return "; the operation declares no credentials toolc sends"
+    shown = ", ".join(
+        f"${name} ({'set' if environ.get(name) else 'unset'})" for name in names
+    )
+    return f"; credentials: {shown}"
 
 
 def _reason(exc: BaseException) -> str:
