@@ -272,3 +272,26 @@ def test_a_text_answer_is_typed_where_the_schema_is_a_string(rt: Any) -> None:
     with pytest.raises(stubs.ToolCallError, match="t: the tool returned no structured content") as raised:
         stubs.typed(Pod, "t", text)
     assert not isinstance(raised.value, stubs.ToolOutputError) and raised.value.result is text
+
+
+def test_a_model_that_would_change_the_answer_is_not_returned(rt: Any) -> None:
+    """pydantic's lax mode reads `"0.16001e0"` as the number 0.16001 (prism-sweep A2, GitHub's dependabot alerts):
+    a value the schema does not accept, silently altered. The stub raises with the answer as sent instead; a value
+    the schema accepts (`1.0` for an integer) is returned."""
+    from pydantic import BaseModel, ConfigDict
+
+    class Epss(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        percentile: float | None = None
+        count: int | None = None
+
+    stubs = importlib.import_module("toolc_router.stubs")
+    sent = {"percentile": "0.16001e0", "other": [1, {"x": None}]}
+    answer = rt.ToolResult(structured=sent, tool_id="t")
+    with pytest.raises(stubs.ToolOutputError) as raised:
+        stubs.typed(Epss, "t", answer)
+    assert str(raised.value) == ("t: the answer does not fit Epss: /percentile: the model would change the value "
+                                 "sent; the raw answer is on this exception's .structured")
+    assert raised.value.structured == sent and raised.value.validation_error is None
+    fine = stubs.typed(Epss, "t", rt.ToolResult(structured={"percentile": 0.5, "count": 3.0, "other": True}))
+    assert (fine.percentile, fine.count, fine.model_extra) == (0.5, 3, {"other": True})

@@ -51,26 +51,64 @@ class ToolOutputError(ToolCallError):
     """The call succeeded but its answer does not fit the stub's output model: the API broke its own schema.
 
     Nothing is lost: `structured` is the answer as the API sent it (JSON: dicts, lists, str, ...), `result` the
-    router's whole `ToolResult`, `validation_error` pydantic's reason (its `.errors()` locate each problem)."""
+    router's whole `ToolResult`, `validation_error` pydantic's reason (its `.errors()` locate each problem), or
+    None when the model took the answer only by changing it (`"0.16e0"` read as the number 0.16: a value the
+    schema does not accept, which a returned model would silently alter)."""
 
     def __init__(
-        self, tool_id: str, result: ToolResult, model: type[Any], error: ValidationError
+        self,
+        tool_id: str,
+        result: ToolResult,
+        model: type[Any],
+        problems: str,
+        validation_error: ValidationError | None = None,
     ) -> None:
-        problems = error.errors(include_url=False, include_input=False)
-        shown = "; ".join(_problem(problem) for problem in problems[:3])
-        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         reason = (
-            f"the answer does not fit {model.__name__}: {shown}{more}; "
+            f"the answer does not fit {model.__name__}: {problems}; "
             "the raw answer is on this exception's .structured"
         )
         super().__init__(tool_id, result, reason)
         self.structured: Any = result.structured
-        self.validation_error = error
+        self.validation_error = validation_error
+
+
+def _problems(error: ValidationError) -> str:
+    problems = error.errors(include_url=False, include_input=False)
+    shown = "; ".join(_problem(problem) for problem in problems[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return shown + more
 
 
 def _problem(problem: Any) -> str:
     where = "/".join(str(part) for part in problem["loc"])
     return f"/{where}: {problem['msg']}" if where else str(problem["msg"])
+
+
+def _first_change(sent: Any, kept: Any, where: str = "") -> str | None:
+    """Where `kept` (the model's data) differs from `sent` (the answer), or None. Numbers compare by value
+    (`1.0` for an integer is the same answer), nothing else converts: `"5"` is not 5, nor `"true"` True."""
+    if isinstance(sent, dict) and isinstance(kept, dict):
+        for key in sent.keys() | kept.keys():
+            if key not in sent or key not in kept:
+                return f"{where}/{key}"
+            found = _first_change(sent[key], kept[key], f"{where}/{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(sent, list) and isinstance(kept, list):
+        if len(sent) != len(kept):
+            return where or "/"
+        for index, (one, other) in enumerate(zip(sent, kept, strict=True)):
+            found = _first_change(one, other, f"{where}/{index}")
+            if found is not None:
+                return found
+        return None
+    numbers = (int, float)
+    same_kind = (
+        type(sent) is type(kept)
+        or (isinstance(sent, numbers) and isinstance(kept, numbers))
+    ) and isinstance(sent, bool) == isinstance(kept, bool)
+    return None if same_kind and sent == kept else (where or "/")
 
 
 def _jsonable(value: Any) -> Any:
@@ -121,9 +159,16 @@ def typed(model: type[M], tool_id: str, result: ToolResult) -> M:
                 pass  # not a text answer: no structured content
     value = structured(tool_id, result)
     try:
-        return model.model_validate(value)
+        typed_value = model.model_validate(value)
     except ValidationError as exc:
-        raise ToolOutputError(tool_id, result, model, exc) from exc
+        raise ToolOutputError(tool_id, result, model, _problems(exc), exc) from exc
+    kept = typed_value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    changed = _first_change(value, kept)
+    if changed is not None:
+        raise ToolOutputError(
+            tool_id, result, model, f"{changed}: the model would change the value sent"
+        )
+    return typed_value
 
 
 def _only_text(result: ToolResult) -> str | None:
