@@ -27,6 +27,7 @@ from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog, Source, Tool
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.refs import RefResolver, resolve_pointer
+from tests.support.codegen import same_json
 from tests.support.paths import FIXTURES, ROOT
 
 pytestmark = pytest.mark.slow
@@ -87,10 +88,12 @@ def _examples(document: dict[str, Any], operation: dict[str, Any]) -> list[Any]:
 def _judge(tool: Tool, source: Source, model: Any, value: Any, tally: dict[str, list[str]]) -> None:
     accepted = Draft202012Validator({**(tool.output_schema or {}), "$defs": dict(source.definitions)}).is_valid(value)
     try:
-        dumped = model.model_validate(value).model_dump(mode="json", by_alias=True)
+        dumped = model.model_validate(value).model_dump(mode="json", by_alias=True, exclude_unset=True)
         typed = True
         if isinstance(value, dict) and "toolcUnlistedKey" in value and "toolcUnlistedKey" not in dumped:
             tally["hidden"].append(tool.id)  # the model took the answer but dropped what the document did not list
+        if accepted and not same_json(dumped, value):
+            tally["stricter"].append(f"{tool.id}: the model changes the answer")  # the stub would refuse it
     except ValidationError as exc:
         typed = False
         if accepted:
