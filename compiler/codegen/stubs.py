@@ -2,16 +2,19 @@
 
 Layout (under `python/` in the output folder, next to the router's `toolc_router/`):
 
-    <package>/__init__.py   re-exports every stub and `ToolCallError`
+    <package>/__init__.py   re-exports every stub, `ToolCallError` and `ToolOutputError`
     <package>/tools.py      one `async def` per tool: keyword-only arguments mirroring the input schema
                             (required first, optional ones default to None), the description as docstring,
                             `context: InvocationContext | None = None` last; it builds the JSON-ready
                             `arguments` (keyed by the schema's property names) and awaits
                             `toolc_router.call_tool(tool_id, arguments, context=context)`. Returns the output
                             model when the tool declares an output schema (raising `ToolCallError` when the
-                            call fails or has no structured content), else the router's `ToolResult`.
+                            call fails or has no structured content, and `ToolOutputError`, which carries
+                            the raw answer, when the answer does not fit the model), else the router's
+                            `ToolResult`.
     <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
-                            and the source's shared definitions, generated once (`codegen.models`)
+                            and the source's shared definitions, generated once (`codegen.models`); output
+                            models never stricter than their JSON Schema, inputs strict (`codegen.lenient`)
     <package>/_models_<i>.py  only for a big source (more than `model_chunks.CHUNK_WEIGHT` bytes of schema):
                             its models in independent chunks, generated in parallel processes; models.py then
                             re-exports every tool model and every name defined in only one chunk, and tools.py
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import libcst
@@ -51,6 +54,7 @@ from compiler.codegen.bundling import SharedDefinitions
 from compiler.codegen.env import render
 from compiler.codegen.identifiers import name_hash, pascal_name, snake_name, unique_names
 from compiler.codegen.keep import kept_functions, merge_kept
+from compiler.codegen.lenient import SplitDirections
 from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.model_chunks import GeneratedModels, generate_models
 from compiler.codegen.models import Combined, ModelGenerationError, ModelRequest, combine
@@ -168,8 +172,9 @@ class SourcePackage:
         return stubs
 
     def _request(self, key: str, tool: Tool, schema: Mapping[str, Any], pointer: str,
-                 shared: SharedDefinitions) -> ModelRequest:
-        """The tool schema bundled, without the source's shared definitions (held once in `shared`)."""
+                 shared: SharedDefinitions, direction: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> ModelRequest:
+        """The tool schema bundled, rewritten for its direction (`lenient.SplitDirections`), without the source's
+        shared definitions (held once in `shared`)."""
         try:
             bundled = self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
                                                  source=self.source.id, tool=tool.id)
@@ -177,7 +182,7 @@ class SourcePackage:
             self.build.diagnostics.warning(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
                                            tool=tool.id, pointer=pointer, **self.where)
             return ModelRequest(key, {"type": "object"}, tool.id, pointer)
-        split = shared.split(bundled, pointer)
+        split = shared.split(direction(bundled), pointer)
         for bad in split.dropped:
             self.build.diagnostics.warning(BAD_PATTERN, f"pattern {bad.pattern[:80]!r} would not compile when the "
                                            f"models are imported ({bad.reason}); dropped from the typed model",
@@ -187,14 +192,16 @@ class SourcePackage:
     def combined(self, stubs: list[Stub]) -> tuple[list[ModelRequest], Combined]:
         """Every tool model's request and the source's combined `$defs` table (`models.combine`)."""
         keys = {key for stub in stubs for key in (stub.input_key, stub.output_key) if key}
-        shared = SharedDefinitions(frozenset(self.source.definitions) - keys)
+        directions = SplitDirections(self.source.definitions,
+                                     (stub.tool.output_schema for stub in stubs if stub.output_key))
+        shared = SharedDefinitions((frozenset(self.source.definitions) | directions.strict_names) - keys)
         requests: list[ModelRequest] = []
         for stub in stubs:
-            schemas = [(stub.input_key, stub.tool.input_schema, "/inputSchema")]
+            requests.append(self._request(stub.input_key, stub.tool, stub.tool.input_schema, "/inputSchema", shared,
+                                          directions.input))
             if stub.output_key and stub.tool.output_schema is not None:
-                schemas.append((stub.output_key, stub.tool.output_schema, "/outputSchema"))
-            for key, schema, pointer in schemas:
-                requests.append(self._request(key, stub.tool, schema, pointer, shared))
+                requests.append(self._request(stub.output_key, stub.tool, stub.tool.output_schema, "/outputSchema",
+                                              shared, directions.output))
         return requests, combine(requests, shared.cleaned)
 
     def _models(self, stubs: list[Stub]) -> GeneratedModels:
@@ -266,5 +273,5 @@ class SourcePackage:
     def _init_module(self, stubs: list[Stub], orphans: tuple[str, ...]) -> str:
         names = sorted([stub.name for stub in stubs] + list(orphans))
         return render("stubs/__init__.py.jinja", docstring=self._docstring("Typed stubs for"), names=names,
-                      all_names=sorted([*names, "ToolCallError"]))
+                      all_names=sorted([*names, "ToolCallError", "ToolOutputError"]))
 

@@ -80,7 +80,7 @@ def test_signatures_and_wire_names(generated: Path) -> None:
     assert call["tool_id"] == "mcp:server-memory:delete_entities"
     assert call["arguments"] == {"entityNames": []}
     assert call["context"] == "CTX"
-    assert call["error"] == "ValidationError"  # the fake result {} is no DeleteEntitiesOutput
+    assert call["error"] == "ToolOutputError"  # the fake result {} is no DeleteEntitiesOutput: raw answer kept
     assert data["report"]["search_nodes"]["arguments"] == {"query": "v:search_nodes:query"}
 
 

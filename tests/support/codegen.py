@@ -147,3 +147,17 @@ def call_every_stub(folder: Path, package: str) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
+
+
+def same_json(one: Any, other: Any) -> bool:
+    """Whether two JSON values are the same, integral floats equal to integers (`1.0` is the JSON number `1`)."""
+    def fold(node: Any) -> Any:
+        if isinstance(node, float) and node.is_integer():
+            return int(node)
+        if isinstance(node, dict):
+            return {key: fold(item) for key, item in node.items()}
+        if isinstance(node, list):
+            return [fold(item) for item in node]
+        return node
+
+    return json.dumps(fold(one), sort_keys=True) == json.dumps(fold(other), sort_keys=True)

@@ -46,7 +46,7 @@ class GetStructuredContentInput(BaseModel):
 
 class GetStructuredContentOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     temperature: float = Field(..., description="Temperature in celsius")
     conditions: str = Field(..., description="Weather conditions description")

@@ -152,8 +152,10 @@ async def get_structured_content(
     _result = await _support.call_tool(
         "mcp:everything:get-structured-content", _arguments, context=context
     )
-    return _models.GetStructuredContentOutput.model_validate(
-        _support.structured("mcp:everything:get-structured-content", _result)
+    return _support.typed(
+        _models.GetStructuredContentOutput,
+        "mcp:everything:get-structured-content",
+        _result,
     )
 
 

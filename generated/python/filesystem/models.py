@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class Content(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     type: Literal["image", "audio"]
     data: str
@@ -19,7 +19,7 @@ class Content(BaseModel):
 
 class Content1(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     type: Literal["resource"]
     resource: Resource
@@ -31,7 +31,7 @@ class CreateDirectoryInput(BaseModel):
 
 class CreateDirectoryOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
@@ -82,7 +82,7 @@ class ReadFileInput(BaseModel):
 
 class ReadMediaFileOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: list[Content | Content1]
 
@@ -97,7 +97,7 @@ class ReadMultipleFilesInput(BaseModel):
 
 class Resource(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     uri: str
     mimeType: str | None = None
@@ -117,14 +117,14 @@ class WriteFileInput(BaseModel):
 
 class DirectoryTreeOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class EditFileOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
@@ -135,14 +135,14 @@ class GetFileInfoInput(BaseModel):
 
 class GetFileInfoOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class ListAllowedDirectoriesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
@@ -153,28 +153,28 @@ class ListDirectoryInput(BaseModel):
 
 class ListDirectoryOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class ListDirectoryWithSizesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class MoveFileOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class ReadFileOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
@@ -185,7 +185,7 @@ class ReadMediaFileInput(BaseModel):
 
 class ReadMultipleFilesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
@@ -202,20 +202,20 @@ class ReadTextFileInput(BaseModel):
 
 class ReadTextFileOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class SearchFilesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str
 
 
 class WriteFileOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     content: str

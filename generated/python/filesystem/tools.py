@@ -40,8 +40,8 @@ async def create_directory(
     _result = await _support.call_tool(
         "mcp:filesystem:create_directory", _arguments, context=context
     )
-    return _models.CreateDirectoryOutput.model_validate(
-        _support.structured("mcp:filesystem:create_directory", _result)
+    return _support.typed(
+        _models.CreateDirectoryOutput, "mcp:filesystem:create_directory", _result
     )
 
 
@@ -71,8 +71,8 @@ async def directory_tree(
     _result = await _support.call_tool(
         "mcp:filesystem:directory_tree", _arguments, context=context
     )
-    return _models.DirectoryTreeOutput.model_validate(
-        _support.structured("mcp:filesystem:directory_tree", _result)
+    return _support.typed(
+        _models.DirectoryTreeOutput, "mcp:filesystem:directory_tree", _result
     )
 
 
@@ -105,9 +105,7 @@ async def edit_file(
     _result = await _support.call_tool(
         "mcp:filesystem:edit_file", _arguments, context=context
     )
-    return _models.EditFileOutput.model_validate(
-        _support.structured("mcp:filesystem:edit_file", _result)
-    )
+    return _support.typed(_models.EditFileOutput, "mcp:filesystem:edit_file", _result)
 
 
 async def get_file_info(
@@ -131,8 +129,8 @@ async def get_file_info(
     _result = await _support.call_tool(
         "mcp:filesystem:get_file_info", _arguments, context=context
     )
-    return _models.GetFileInfoOutput.model_validate(
-        _support.structured("mcp:filesystem:get_file_info", _result)
+    return _support.typed(
+        _models.GetFileInfoOutput, "mcp:filesystem:get_file_info", _result
     )
 
 
@@ -148,8 +146,10 @@ async def list_allowed_directories(
     _result = await _support.call_tool(
         "mcp:filesystem:list_allowed_directories", _arguments, context=context
     )
-    return _models.ListAllowedDirectoriesOutput.model_validate(
-        _support.structured("mcp:filesystem:list_allowed_directories", _result)
+    return _support.typed(
+        _models.ListAllowedDirectoriesOutput,
+        "mcp:filesystem:list_allowed_directories",
+        _result,
     )
 
 
@@ -174,8 +174,8 @@ async def list_directory(
     _result = await _support.call_tool(
         "mcp:filesystem:list_directory", _arguments, context=context
     )
-    return _models.ListDirectoryOutput.model_validate(
-        _support.structured("mcp:filesystem:list_directory", _result)
+    return _support.typed(
+        _models.ListDirectoryOutput, "mcp:filesystem:list_directory", _result
     )
 
 
@@ -205,8 +205,10 @@ async def list_directory_with_sizes(
     _result = await _support.call_tool(
         "mcp:filesystem:list_directory_with_sizes", _arguments, context=context
     )
-    return _models.ListDirectoryWithSizesOutput.model_validate(
-        _support.structured("mcp:filesystem:list_directory_with_sizes", _result)
+    return _support.typed(
+        _models.ListDirectoryWithSizesOutput,
+        "mcp:filesystem:list_directory_with_sizes",
+        _result,
     )
 
 
@@ -234,9 +236,7 @@ async def move_file(
     _result = await _support.call_tool(
         "mcp:filesystem:move_file", _arguments, context=context
     )
-    return _models.MoveFileOutput.model_validate(
-        _support.structured("mcp:filesystem:move_file", _result)
-    )
+    return _support.typed(_models.MoveFileOutput, "mcp:filesystem:move_file", _result)
 
 
 async def read_file(
@@ -268,9 +268,7 @@ async def read_file(
     _result = await _support.call_tool(
         "mcp:filesystem:read_file", _arguments, context=context
     )
-    return _models.ReadFileOutput.model_validate(
-        _support.structured("mcp:filesystem:read_file", _result)
-    )
+    return _support.typed(_models.ReadFileOutput, "mcp:filesystem:read_file", _result)
 
 
 async def read_media_file(
@@ -294,8 +292,8 @@ async def read_media_file(
     _result = await _support.call_tool(
         "mcp:filesystem:read_media_file", _arguments, context=context
     )
-    return _models.ReadMediaFileOutput.model_validate(
-        _support.structured("mcp:filesystem:read_media_file", _result)
+    return _support.typed(
+        _models.ReadMediaFileOutput, "mcp:filesystem:read_media_file", _result
     )
 
 
@@ -320,8 +318,8 @@ async def read_multiple_files(
     _result = await _support.call_tool(
         "mcp:filesystem:read_multiple_files", _arguments, context=context
     )
-    return _models.ReadMultipleFilesOutput.model_validate(
-        _support.structured("mcp:filesystem:read_multiple_files", _result)
+    return _support.typed(
+        _models.ReadMultipleFilesOutput, "mcp:filesystem:read_multiple_files", _result
     )
 
 
@@ -354,8 +352,8 @@ async def read_text_file(
     _result = await _support.call_tool(
         "mcp:filesystem:read_text_file", _arguments, context=context
     )
-    return _models.ReadTextFileOutput.model_validate(
-        _support.structured("mcp:filesystem:read_text_file", _result)
+    return _support.typed(
+        _models.ReadTextFileOutput, "mcp:filesystem:read_text_file", _result
     )
 
 
@@ -388,8 +386,8 @@ async def search_files(
     _result = await _support.call_tool(
         "mcp:filesystem:search_files", _arguments, context=context
     )
-    return _models.SearchFilesOutput.model_validate(
-        _support.structured("mcp:filesystem:search_files", _result)
+    return _support.typed(
+        _models.SearchFilesOutput, "mcp:filesystem:search_files", _result
     )
 
 
@@ -417,6 +415,4 @@ async def write_file(
     _result = await _support.call_tool(
         "mcp:filesystem:write_file", _arguments, context=context
     )
-    return _models.WriteFileOutput.model_validate(
-        _support.structured("mcp:filesystem:write_file", _result)
-    )
+    return _support.typed(_models.WriteFileOutput, "mcp:filesystem:write_file", _result)

@@ -8,7 +8,7 @@ which regeneration carries over.
 
 from __future__ import annotations
 
-from toolc_router.stubs import ToolCallError
+from toolc_router.stubs import ToolCallError, ToolOutputError
 
 from .tools import (
     git_add,
@@ -27,6 +27,7 @@ from .tools import (
 
 __all__ = [
     "ToolCallError",
+    "ToolOutputError",
     "git_add",
     "git_branch",
     "git_checkout",

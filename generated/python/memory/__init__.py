@@ -8,7 +8,7 @@ which regeneration carries over.
 
 from __future__ import annotations
 
-from toolc_router.stubs import ToolCallError
+from toolc_router.stubs import ToolCallError, ToolOutputError
 
 from .tools import (
     add_observations,
@@ -24,6 +24,7 @@ from .tools import (
 
 __all__ = [
     "ToolCallError",
+    "ToolOutputError",
     "add_observations",
     "create_entities",
     "create_relations",

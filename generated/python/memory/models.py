@@ -12,7 +12,7 @@ class AddObservationsInput(BaseModel):
 
 class AddObservationsOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     results: list[Result]
 
@@ -23,7 +23,7 @@ class CreateEntitiesInput(BaseModel):
 
 class CreateEntitiesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     entities: list[Entity1]
 
@@ -34,7 +34,7 @@ class CreateRelationsInput(BaseModel):
 
 class CreateRelationsOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     relations: list[Relation1]
 
@@ -47,7 +47,7 @@ class DeleteEntitiesInput(BaseModel):
 
 class DeleteEntitiesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     success: bool
     message: str
@@ -82,7 +82,7 @@ class Entity(BaseModel):
 
 class Entity1(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     name: str = Field(..., description="The name of the entity")
     entityType: str = Field(..., description="The type of the entity")
@@ -106,7 +106,7 @@ class OpenNodesInput(BaseModel):
 
 class OpenNodesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     entities: list[Entity1]
     relations: list[Relation3]
@@ -128,7 +128,7 @@ class Relation(BaseModel):
 
 class Relation1(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     from_: str = Field(
         ...,
@@ -151,7 +151,7 @@ class Relation2(BaseModel):
 
 class Relation3(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     from_: str = Field(
         ...,
@@ -164,7 +164,7 @@ class Relation3(BaseModel):
 
 class Result(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     entityName: str
     addedObservations: list[str]
@@ -179,7 +179,7 @@ class SearchNodesInput(BaseModel):
 
 class DeleteObservationsOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     success: bool
     message: str
@@ -187,7 +187,7 @@ class DeleteObservationsOutput(BaseModel):
 
 class DeleteRelationsOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     success: bool
     message: str
@@ -195,7 +195,7 @@ class DeleteRelationsOutput(BaseModel):
 
 class ReadGraphOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     entities: list[Entity1]
     relations: list[Relation3]
@@ -203,7 +203,7 @@ class ReadGraphOutput(BaseModel):
 
 class SearchNodesOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     entities: list[Entity1]
     relations: list[Relation3]

@@ -35,8 +35,8 @@ async def add_observations(
     _result = await _support.call_tool(
         "mcp:memory:add_observations", _arguments, context=context
     )
-    return _models.AddObservationsOutput.model_validate(
-        _support.structured("mcp:memory:add_observations", _result)
+    return _support.typed(
+        _models.AddObservationsOutput, "mcp:memory:add_observations", _result
     )
 
 
@@ -61,8 +61,8 @@ async def create_entities(
     _result = await _support.call_tool(
         "mcp:memory:create_entities", _arguments, context=context
     )
-    return _models.CreateEntitiesOutput.model_validate(
-        _support.structured("mcp:memory:create_entities", _result)
+    return _support.typed(
+        _models.CreateEntitiesOutput, "mcp:memory:create_entities", _result
     )
 
 
@@ -87,8 +87,8 @@ async def create_relations(
     _result = await _support.call_tool(
         "mcp:memory:create_relations", _arguments, context=context
     )
-    return _models.CreateRelationsOutput.model_validate(
-        _support.structured("mcp:memory:create_relations", _result)
+    return _support.typed(
+        _models.CreateRelationsOutput, "mcp:memory:create_relations", _result
     )
 
 
@@ -113,8 +113,8 @@ async def delete_entities(
     _result = await _support.call_tool(
         "mcp:memory:delete_entities", _arguments, context=context
     )
-    return _models.DeleteEntitiesOutput.model_validate(
-        _support.structured("mcp:memory:delete_entities", _result)
+    return _support.typed(
+        _models.DeleteEntitiesOutput, "mcp:memory:delete_entities", _result
     )
 
 
@@ -139,8 +139,8 @@ async def delete_observations(
     _result = await _support.call_tool(
         "mcp:memory:delete_observations", _arguments, context=context
     )
-    return _models.DeleteObservationsOutput.model_validate(
-        _support.structured("mcp:memory:delete_observations", _result)
+    return _support.typed(
+        _models.DeleteObservationsOutput, "mcp:memory:delete_observations", _result
     )
 
 
@@ -165,8 +165,8 @@ async def delete_relations(
     _result = await _support.call_tool(
         "mcp:memory:delete_relations", _arguments, context=context
     )
-    return _models.DeleteRelationsOutput.model_validate(
-        _support.structured("mcp:memory:delete_relations", _result)
+    return _support.typed(
+        _models.DeleteRelationsOutput, "mcp:memory:delete_relations", _result
     )
 
 
@@ -191,9 +191,7 @@ async def open_nodes(
     _result = await _support.call_tool(
         "mcp:memory:open_nodes", _arguments, context=context
     )
-    return _models.OpenNodesOutput.model_validate(
-        _support.structured("mcp:memory:open_nodes", _result)
-    )
+    return _support.typed(_models.OpenNodesOutput, "mcp:memory:open_nodes", _result)
 
 
 async def read_graph(
@@ -208,9 +206,7 @@ async def read_graph(
     _result = await _support.call_tool(
         "mcp:memory:read_graph", _arguments, context=context
     )
-    return _models.ReadGraphOutput.model_validate(
-        _support.structured("mcp:memory:read_graph", _result)
-    )
+    return _support.typed(_models.ReadGraphOutput, "mcp:memory:read_graph", _result)
 
 
 async def search_nodes(
@@ -234,6 +230,4 @@ async def search_nodes(
     _result = await _support.call_tool(
         "mcp:memory:search_nodes", _arguments, context=context
     )
-    return _models.SearchNodesOutput.model_validate(
-        _support.structured("mcp:memory:search_nodes", _result)
-    )
+    return _support.typed(_models.SearchNodesOutput, "mcp:memory:search_nodes", _result)

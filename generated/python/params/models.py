@@ -18,7 +18,7 @@ class CreatePetsInput(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    body: list[NewPet]
+    body: list[NewPetInput]
 
 
 class GetPetInput(BaseModel):
@@ -39,6 +39,14 @@ class ListPetsInput(BaseModel):
 
 
 class NewPet(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: str
+    tag: str | None = None
+
+
+class NewPetInput(BaseModel):
     name: str
     tag: str | None = None
 
@@ -72,6 +80,9 @@ class TouchPetsInput(BaseModel):
 
 
 class TouchPetsOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     touched: int | None = None
 
 

@@ -40,14 +40,12 @@ async def create_pet(
     _result = await _support.call_tool(
         "openapi:params:createPet", _arguments, context=context
     )
-    return _models.CreatePetOutput.model_validate(
-        _support.structured("openapi:params:createPet", _result)
-    )
+    return _support.typed(_models.CreatePetOutput, "openapi:params:createPet", _result)
 
 
 async def create_pets(
     *,
-    body: list[_models.NewPet],
+    body: list[_models.NewPetInput],
     context: InvocationContext | None = None,
 ) -> ToolResult:
     """Call the tool 'createPets'.
@@ -94,9 +92,7 @@ async def get_pet(
     _result = await _support.call_tool(
         "openapi:params:getPet", _arguments, context=context
     )
-    return _models.GetPetOutput.model_validate(
-        _support.structured("openapi:params:getPet", _result)
-    )
+    return _support.typed(_models.GetPetOutput, "openapi:params:getPet", _result)
 
 
 async def list_pets(
@@ -120,9 +116,7 @@ async def list_pets(
     _result = await _support.call_tool(
         "openapi:params:listPets", _arguments, context=context
     )
-    return _models.ListPetsOutput.model_validate(
-        _support.structured("openapi:params:listPets", _result)
-    )
+    return _support.typed(_models.ListPetsOutput, "openapi:params:listPets", _result)
 
 
 async def put_raw(
@@ -175,9 +169,7 @@ async def touch_pets(
     _result = await _support.call_tool(
         "openapi:params:touchPets", _arguments, context=context
     )
-    return _models.TouchPetsOutput.model_validate(
-        _support.structured("openapi:params:touchPets", _result)
-    )
+    return _support.typed(_models.TouchPetsOutput, "openapi:params:touchPets", _result)
 
 
 async def update_pet(
@@ -223,9 +215,7 @@ async def update_pet(
     _result = await _support.call_tool(
         "openapi:params:updatePet", _arguments, context=context
     )
-    return _models.UpdatePetOutput.model_validate(
-        _support.structured("openapi:params:updatePet", _result)
-    )
+    return _support.typed(_models.UpdatePetOutput, "openapi:params:updatePet", _result)
 
 
 async def upload_photo(

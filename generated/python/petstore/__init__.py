@@ -8,7 +8,7 @@ which regeneration carries over.
 
 from __future__ import annotations
 
-from toolc_router.stubs import ToolCallError
+from toolc_router.stubs import ToolCallError, ToolOutputError
 
 from .tools import (
     add_pet,
@@ -19,6 +19,7 @@ from .tools import (
 
 __all__ = [
     "ToolCallError",
+    "ToolOutputError",
     "add_pet",
     "delete_pet",
     "find_pet_by_id",

@@ -37,6 +37,9 @@ class FindPetsInput(BaseModel):
 
 
 class NewPet(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     name: str
     tag: str | None = None
 

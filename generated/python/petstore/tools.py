@@ -40,9 +40,7 @@ async def add_pet(
     _result = await _support.call_tool(
         "openapi:petstore:addPet", _arguments, context=context
     )
-    return _models.AddPetOutput.model_validate(
-        _support.structured("openapi:petstore:addPet", _result)
-    )
+    return _support.typed(_models.AddPetOutput, "openapi:petstore:addPet", _result)
 
 
 async def delete_pet(
@@ -89,8 +87,8 @@ async def find_pet_by_id(
     _result = await _support.call_tool(
         "openapi:petstore:find pet by id", _arguments, context=context
     )
-    return _models.FindPetByIdOutput.model_validate(
-        _support.structured("openapi:petstore:find pet by id", _result)
+    return _support.typed(
+        _models.FindPetByIdOutput, "openapi:petstore:find pet by id", _result
     )
 
 
@@ -121,6 +119,4 @@ async def find_pets(
     _result = await _support.call_tool(
         "openapi:petstore:findPets", _arguments, context=context
     )
-    return _models.FindPetsOutput.model_validate(
-        _support.structured("openapi:petstore:findPets", _result)
-    )
+    return _support.typed(_models.FindPetsOutput, "openapi:petstore:findPets", _result)

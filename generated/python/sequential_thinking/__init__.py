@@ -8,7 +8,7 @@ which regeneration carries over.
 
 from __future__ import annotations
 
-from toolc_router.stubs import ToolCallError
+from toolc_router.stubs import ToolCallError, ToolOutputError
 
 from .tools import (
     sequentialthinking,
@@ -16,5 +16,6 @@ from .tools import (
 
 __all__ = [
     "ToolCallError",
+    "ToolOutputError",
     "sequentialthinking",
 ]

@@ -43,7 +43,7 @@ class SequentialthinkingInput(BaseModel):
 
 class SequentialthinkingOutput(BaseModel):
     model_config = ConfigDict(
-        extra="forbid",
+        extra="allow",
     )
     thoughtNumber: float
     totalThoughts: float

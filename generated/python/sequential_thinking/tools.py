@@ -114,6 +114,8 @@ async def sequentialthinking(
     _result = await _support.call_tool(
         "mcp:sequential-thinking:sequentialthinking", _arguments, context=context
     )
-    return _models.SequentialthinkingOutput.model_validate(
-        _support.structured("mcp:sequential-thinking:sequentialthinking", _result)
+    return _support.typed(
+        _models.SequentialthinkingOutput,
+        "mcp:sequential-thinking:sequentialthinking",
+        _result,
     )

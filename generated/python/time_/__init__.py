@@ -8,7 +8,7 @@ which regeneration carries over.
 
 from __future__ import annotations
 
-from toolc_router.stubs import ToolCallError
+from toolc_router.stubs import ToolCallError, ToolOutputError
 
 from .tools import (
     convert_time,
@@ -17,6 +17,7 @@ from .tools import (
 
 __all__ = [
     "ToolCallError",
+    "ToolOutputError",
     "convert_time",
     "get_current_time",
 ]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ConvertTimeInput(BaseModel):
@@ -23,6 +23,9 @@ class ConvertTimeInput(BaseModel):
 
 
 class ConvertTimeOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     source: TimeResult
     target: TimeResult
     time_difference: str = Field(..., title="Time Difference")
@@ -37,6 +40,9 @@ class GetCurrentTimeInput(BaseModel):
 
 
 class GetCurrentTimeOutput(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     timezone: str = Field(..., title="Timezone")
     datetime: str = Field(..., title="Datetime")
     day_of_week: str = Field(..., title="Day Of Week")
@@ -44,6 +50,9 @@ class GetCurrentTimeOutput(BaseModel):
 
 
 class TimeResult(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
     timezone: str = Field(..., title="Timezone")
     datetime: str = Field(..., title="Datetime")
     day_of_week: str = Field(..., title="Day Of Week")

@@ -41,9 +41,7 @@ async def convert_time(
     _result = await _support.call_tool(
         "mcp:time:convert_time", _arguments, context=context
     )
-    return _models.ConvertTimeOutput.model_validate(
-        _support.structured("mcp:time:convert_time", _result)
-    )
+    return _support.typed(_models.ConvertTimeOutput, "mcp:time:convert_time", _result)
 
 
 async def get_current_time(
@@ -67,6 +65,6 @@ async def get_current_time(
     _result = await _support.call_tool(
         "mcp:time:get_current_time", _arguments, context=context
     )
-    return _models.GetCurrentTimeOutput.model_validate(
-        _support.structured("mcp:time:get_current_time", _result)
+    return _support.typed(
+        _models.GetCurrentTimeOutput, "mcp:time:get_current_time", _result
     )

@@ -15,9 +15,11 @@ import asyncio
 from collections.abc import Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
+from ._env import _REFERENCE
 from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
 from .environment import base_url_for, credentials_for, expand_presets
 from .validate import json_problem
@@ -55,6 +57,11 @@ class HttpDispatcher:
         except RouterError as exc:
             raise WireRefusal(str(exc)) from None
 
+    def base_url(self, tool: ToolSpec) -> str:
+        """The server this call goes to (the operator's override at call time, else the document's)."""
+        assert tool.http is not None  # as in `request_for`
+        return base_url_for(self._apis[tool.source], tool.http.base_url, self._environ)
+
     async def call(
         self,
         tool: ToolSpec,
@@ -62,6 +69,7 @@ class HttpDispatcher:
         request: HttpRequest | None = None,
     ) -> ToolResult:
         """Send the request (`request`, when the router built it already) and read the answer."""
+        assert tool.http is not None  # as in `request_for`
         request = request or self.request_for(tool, arguments)
         api = self._apis[tool.source]
         if self._client is None:
@@ -80,22 +88,35 @@ class HttpDispatcher:
             )
         if request.content_type is not None:
             headers["Content-Type"] = request.content_type
-        async with semaphore:
-            # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte at a
-            # time would otherwise hold the call, and a slot of the source, for as long as the server likes).
-            async with asyncio.timeout(api.timeout_ms / 1000):
-                outgoing = self._client.build_request(
-                    request.method,
-                    request.url,
-                    headers=headers,
-                    content=request.content,
-                    files=request.files,
-                    timeout=api.timeout_ms / 1000,
-                )
-                response = await read_capped(
-                    await self._client.send(outgoing, stream=True)
-                )
-        return response_result(response)
+        where = _where(request.method, tool.http.path, self.base_url(tool))
+        try:
+            async with semaphore:
+                # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte
+                # at a time would otherwise hold the call, and a slot of the source, as long as the server likes).
+                async with asyncio.timeout(api.timeout_ms / 1000):
+                    outgoing = self._client.build_request(
+                        request.method,
+                        request.url,
+                        headers=headers,
+                        content=request.content,
+                        files=request.files,
+                        timeout=api.timeout_ms / 1000,
+                    )
+                    response = await read_capped(
+                        await self._client.send(outgoing, stream=True)
+                    )
+        except (TimeoutError, httpx2.TimeoutException) as exc:
+            raise RouterError(
+                f"no answer within {api.timeout_ms / 1000:g} s ({_reason(exc)}) "
+                f"for {where}"
+            ) from exc
+        except httpx2.TransportError as exc:
+            raise RouterError(f"cannot connect for {where}: {_reason(exc)}") from exc
+        result = response_result(response, where)
+        if response.status_code in (401, 403) and result.error is not None:
+            result.error += _credentials_note(tool, api, self._environ)
+            result.content[0] = {"type": "text", "text": result.error}
+        return result
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -133,7 +154,43 @@ async def read_capped(response: httpx2.Response) -> httpx2.Response:
     )
 
 
-def response_result(response: httpx2.Response) -> ToolResult:
+def _where(method: str, path: str, base_url: str) -> str:
+    """`GET /pets/{id} on http://127.0.0.1:8080/v1`: the method, the operation's path template (never the
+    arguments in it) and the base URL it went to (never user-info, query or fragment)."""
+    parts = urlsplit(base_url)
+    host = parts.netloc.rpartition("@")[2]
+    return f"{method} {path} on {parts.scheme}://{host}{parts.path.rstrip('/')}"
+
+
+def _credentials_note(
+    tool: ToolSpec, api: HttpApiSpec, environ: Mapping[str, str]
+) -> str:
+    """`; credentials: $TOOLC_PETSTORE_BEARERAUTH (set), $TOOLC_PETSTORE_APIKEY (unset)`: the variables this
+    operation's security schemes are read from, and which hold a value (never the value)."""
+    assert tool.http is not None  # only HTTP operations get here
+    schemes = sorted({s.name for option in tool.http.security for s in option})
+    names = [
+        match.group(1)
+        for scheme in schemes
+        for match in _REFERENCE.finditer(api.auth.get(scheme, ""))
+    ]
+    if not names:
+        return "; the operation declares no credentials toolc sends"
+    shown = ", ".join(
+        f"${name} ({'set' if environ.get(name) else 'unset'})" for name in names
+    )
+    return f"; credentials: {shown}"
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as `Type: message` (httpx2's timeouts and asyncio's have empty messages)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def response_result(response: httpx2.Response, where: str) -> ToolResult:
+    """The answer as a result. An error status reads `HTTP 401 Unauthorized from GET /user on https://host`,
+    first in `content` (where a served error result shows it) and in `error`, then the answer's body."""
     structured: Any | None = None
     media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if response.content and (
@@ -149,9 +206,10 @@ def response_result(response: httpx2.Response) -> ToolResult:
         [{"type": "text", "text": response.text}] if response.content else []
     )
     is_error = response.status_code >= 400
-    error = (
-        f"HTTP {response.status_code} {response.reason_phrase}" if is_error else None
-    )
+    error = None
+    if is_error:
+        error = f"HTTP {response.status_code} {response.reason_phrase} from {where}"
+        content.insert(0, {"type": "text", "text": error})
     return ToolResult(
         structured=structured, content=content, is_error=is_error, error=error
     )

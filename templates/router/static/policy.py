@@ -22,7 +22,15 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ._types import HIGH, MEDIUM, MODES, InvocationContext, PolicySpec, ToolSpec
+from ._types import (
+    HIGH,
+    MEDIUM,
+    MODES,
+    RISK_LABELS,
+    InvocationContext,
+    PolicySpec,
+    ToolSpec,
+)
 
 logger = logging.getLogger(__name__)
 GATE_ORDER = (
@@ -163,26 +171,43 @@ class PolicyEngine:
         self, tool: ToolSpec, context: InvocationContext
     ) -> PolicyDecision:
         if tool.id in self._disabled:
-            return _deny("disabled", "tool is disabled")
+            return _deny(
+                "disabled",
+                f"tool is disabled at run time (router.policy.enable({tool.id!r}) enables it)",
+            )
         enabled = self._enabled_cache.get(tool.id)
         if enabled is None:
-            allow, deny = self.policy.allow_tools, self.policy.deny_tools
-            enabled = (not allow or _matches(allow, tool)) and not _matches(
-                deny, tool, loose=True
-            )
+            enabled = self._listed_reason(tool) is None
             self._enabled_cache[tool.id] = enabled
-        return (
-            ALLOWED
-            if enabled
-            else _deny("disabled", "tool is not allowed by the project policy")
+        if enabled:
+            return ALLOWED
+        return _deny(
+            "disabled",
+            f"tool is not allowed by the project policy: {self._listed_reason(tool)}",
         )
+
+    def _listed_reason(self, tool: ToolSpec) -> str | None:
+        """Why the baked allow and deny lists keep `tool` out, naming the setting; None when they let it in."""
+        allow, deny = self.policy.allow_tools, self.policy.deny_tools
+        if allow and not _matches(allow, tool):
+            return "no pattern of policy.allow_tools in the project file matches it"
+        if _matches(deny, tool, loose=True):
+            return "it matches policy.deny_tools in the project file"
+        return None
 
     # Gate 2: planning mode cannot use tools with side effects.
     def _gate_mode(self, tool: ToolSpec, context: InvocationContext) -> PolicyDecision:
         if context.mode not in MODES:
-            return _deny("mode", f"unknown mode {context.mode!r}")
+            return _deny(
+                "mode",
+                f"unknown mode {context.mode!r} (InvocationContext.mode is 'planning' or 'execution')",
+            )
         if context.mode == "planning" and tool.side_effects:
-            return _deny("mode", "planning mode cannot use tools with side effects")
+            return _deny(
+                "mode",
+                f"planning mode cannot use tools with side effects (this one: "
+                f"{', '.join(tool.side_effects)}); call with InvocationContext(mode='execution')",
+            )
         return ALLOWED
 
     # Gate 3: execution of a high-risk tool needs a frozen spec.
@@ -196,7 +221,9 @@ class PolicyEngine:
         ):
             return _deny(
                 "spec_frozen",
-                "execution mode requires spec_frozen=True and a spec_hash",
+                f"execution mode requires spec_frozen=True and a spec_hash for a "
+                f"{RISK_LABELS[tool.risk]}-risk tool: call with "
+                "InvocationContext(spec_frozen=True, spec_hash=...)",
             )
         return ALLOWED
 
@@ -205,7 +232,11 @@ class PolicyEngine:
         self, tool: ToolSpec, context: InvocationContext
     ) -> PolicyDecision:
         if tool.risk >= MEDIUM and not context.project_id:
-            return _deny("project_binding", "tool requires a project_id")
+            return _deny(
+                "project_binding",
+                f"tool requires a project_id (its risk is {RISK_LABELS[tool.risk]}): call "
+                "with InvocationContext(project_id=...)",
+            )
         return ALLOWED
 
     # Gate 5: side-effect blacklist (project policy, the tool's server, and the caller's own list).
@@ -214,16 +245,25 @@ class PolicyEngine:
     ) -> PolicyDecision:
         if not tool.side_effects:
             return ALLOWED
-        blacklist = (
-            *self.policy.deny_side_effect_tags,
-            *self._source_deny_tags.get(tool.source, ()),
-            *context.policy_blacklist,
+        blacklists = (
+            (
+                "policy.deny_side_effect_tags in the project file",
+                self.policy.deny_side_effect_tags,
+            ),
+            (
+                f"deny_side_effect_tags of source {tool.source!r} in the project file",
+                self._source_deny_tags.get(tool.source, ()),
+            ),
+            ("InvocationContext.policy_blacklist", context.policy_blacklist),
         )
         for tag in tool.side_effects:
-            if any(fnmatch.fnmatchcase(tag, pattern) for pattern in blacklist):
-                return _deny(
-                    "side_effect_policy", f"side effect {tag!r} is blacklisted"
-                )
+            for setting, patterns in blacklists:
+                for pattern in patterns:
+                    if fnmatch.fnmatchcase(tag, pattern):
+                        return _deny(
+                            "side_effect_policy",
+                            f"side effect {tag!r} is blacklisted by {setting} ({pattern!r})",
+                        )
         return ALLOWED
 
     # Gate 6: admin token, compared in constant time against the value of an environment variable.
@@ -232,14 +272,27 @@ class PolicyEngine:
     ) -> PolicyDecision:
         if not self.requires_admin(tool):
             return ALLOWED
+        variable = self.policy.admin_token_env
         if not context.admin_token:
-            return _deny("admin_token", "tool requires an admin_token")
-        expected = self._environ.get(self.policy.admin_token_env, "")
+            return _deny(
+                "admin_token",
+                f"tool requires an admin_token ({self._admin_why(tool)}): call with "
+                f"InvocationContext(admin_token=...) equal to ${variable}",
+            )
+        expected = self._environ.get(variable, "")
         if not expected:
             return _deny(
                 "admin_token",
-                f"no admin token is configured (${self.policy.admin_token_env} is unset)",
+                f"no admin token is configured (${variable} is unset; "
+                "policy.admin_token_env names the variable)",
             )
         if not hmac.compare_digest(context.admin_token.encode(), expected.encode()):
-            return _deny("admin_token", "admin_token does not match")
+            return _deny("admin_token", f"admin_token does not match ${variable}")
         return ALLOWED
+
+    def _admin_why(self, tool: ToolSpec) -> str:
+        if _matches(self.policy.admin_tools, tool, loose=True):
+            return "it matches policy.admin_tools in the project file"
+        floor = self.policy.admin_min_risk
+        shown = RISK_LABELS[floor] if floor is not None else "none"
+        return f"its risk is {RISK_LABELS[tool.risk]}, at or above policy.admin_min_risk {shown}"

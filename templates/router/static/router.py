@@ -68,8 +68,25 @@ def mcp_result(result: CallToolResult) -> ToolResult:
         structured=result.structured_content,
         content=content,
         is_error=result.is_error,
-        error="the tool reported an error" if result.is_error else None,
+        error=_reported_error(content) if result.is_error else None,
     )
+
+
+MAX_REPORTED = 500
+"""Characters of an MCP tool's own error text kept in `ToolResult.error` (the whole text stays in `content`)."""
+
+
+def _reported_error(content: list[Any]) -> str:
+    """`the tool reported an error: <its text>`: an MCP tool says why in its content's text blocks."""
+    text = " ".join(
+        block["text"].strip()
+        for block in content
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+    ).strip()
+    if not text:
+        return "the tool reported an error (it gave no text)"
+    cut = text if len(text) <= MAX_REPORTED else text[:MAX_REPORTED] + "…"
+    return f"the tool reported an error: {cut}"
 
 
 class Router:
@@ -279,6 +296,9 @@ class Router:
             # The caller gave up mid-call: the request may have reached the server, so the audit says so.
             self._record_cancelled(invocation_id, tool_id, context, secrets, started)
             raise
+        except RouterError as exc:  # its message says why, naming the server or host
+            logger.debug("call of %s failed", tool_id, exc_info=True)
+            result = ToolResult.failure(str(exc))
         except Exception as exc:
             logger.debug("call of %s failed", tool_id, exc_info=True)
             result = ToolResult.failure(f"{type(exc).__name__}: {exc}")

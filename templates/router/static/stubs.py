@@ -8,32 +8,107 @@ working against any router exposing that contract.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from . import InvocationContext, ToolResult, call_tool
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "InvocationContext",
     "ToolCallError",
+    "ToolOutputError",
     "ToolResult",
     "build_arguments",
     "call_tool",
     "structured",
+    "typed",
 ]
 
 
 class ToolCallError(Exception):
-    """A typed stub got no structured result: the tool reported an error, or returned no structured content."""
+    """A typed stub got no structured result: the call was refused or failed, or returned no structured content.
 
-    def __init__(self, tool_id: str, result: ToolResult) -> None:
-        reason = (
-            "the tool reported an error"
-            if result.is_error
-            else "the tool returned no structured content"
-        )
+    The message says why, as `ToolResult.error` does: the gate and the setting that would allow the call
+    (`denied by project_binding: ...`), the HTTP status with method, path and host, or the connection error
+    with the host it tried. `result` is the router's whole `ToolResult`."""
+
+    def __init__(
+        self, tool_id: str, result: ToolResult, reason: str | None = None
+    ) -> None:
+        if reason is None and result.is_error:
+            reason = result.error or "the tool reported an error"
+        elif reason is None:
+            reason = "the tool returned no structured content"
         super().__init__(f"{tool_id}: {reason}")
         self.tool_id = tool_id
         self.result = result
+
+
+class ToolOutputError(ToolCallError):
+    """The call succeeded but its answer does not fit the stub's output model: the API broke its own schema.
+
+    Nothing is lost: `structured` is the answer as the API sent it (JSON: dicts, lists, str, ...), `result` the
+    router's whole `ToolResult`, `validation_error` pydantic's reason (its `.errors()` locate each problem), or
+    None when the model took the answer only by changing it (`"0.16e0"` read as the number 0.16: a value the
+    schema does not accept, which a returned model would silently alter)."""
+
+    def __init__(
+        self,
+        tool_id: str,
+        result: ToolResult,
+        model: type[Any],
+        problems: str,
+        validation_error: ValidationError | None = None,
+    ) -> None:
+        reason = (
+            f"the answer does not fit {model.__name__}: {problems}; "
+            "the raw answer is on this exception's .structured"
+        )
+        super().__init__(tool_id, result, reason)
+        self.structured: Any = result.structured
+        self.validation_error = validation_error
+
+
+def _problems(error: ValidationError) -> str:
+    problems = error.errors(include_url=False, include_input=False)
+    shown = "; ".join(_problem(problem) for problem in problems[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return shown + more
+
+
+def _problem(problem: Any) -> str:
+    where = "/".join(str(part) for part in problem["loc"])
+    return f"/{where}: {problem['msg']}" if where else str(problem["msg"])
+
+
+def _first_change(sent: Any, kept: Any, where: str = "") -> str | None:
+    """Where `kept` (the model's data) differs from `sent` (the answer), or None. Numbers compare by value
+    (`1.0` for an integer is the same answer), nothing else converts: `"5"` is not 5, nor `"true"` True."""
+    if isinstance(sent, dict) and isinstance(kept, dict):
+        for key in sent.keys() | kept.keys():
+            if key not in sent or key not in kept:
+                return f"{where}/{key}"
+            found = _first_change(sent[key], kept[key], f"{where}/{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(sent, list) and isinstance(kept, list):
+        if len(sent) != len(kept):
+            return where or "/"
+        for index, (one, other) in enumerate(zip(sent, kept, strict=True)):
+            found = _first_change(one, other, f"{where}/{index}")
+            if found is not None:
+                return found
+        return None
+    numbers = (int, float)
+    same_kind = (
+        type(sent) is type(kept)
+        or (isinstance(sent, numbers) and isinstance(kept, numbers))
+    ) and isinstance(sent, bool) == isinstance(kept, bool)
+    return None if same_kind and sent == kept else (where or "/")
 
 
 def _jsonable(value: Any) -> Any:
@@ -69,6 +144,40 @@ def build_arguments(
         mode="json", by_alias=True, exclude_unset=True
     )
     return dumped
+
+
+def typed(model: type[M], tool_id: str, result: ToolResult) -> M:
+    """The answer of a successful call as `model`: its structured content, or for an answer that is not JSON
+    (an operation answering `text/plain` for a `type: string` schema) its text. `ToolCallError` for a failed call
+    or one with neither, `ToolOutputError` (with the raw answer) for an answer `model` does not accept."""
+    if not result.is_error and result.structured is None:
+        text = _only_text(result)
+        if text is not None:
+            try:
+                return model.model_validate(text)
+            except ValidationError:
+                pass  # not a text answer: no structured content
+    value = structured(tool_id, result)
+    try:
+        typed_value = model.model_validate(value)
+    except ValidationError as exc:
+        raise ToolOutputError(tool_id, result, model, _problems(exc), exc) from exc
+    kept = typed_value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    changed = _first_change(value, kept)
+    if changed is not None:
+        raise ToolOutputError(
+            tool_id, result, model, f"{changed}: the model would change the value sent"
+        )
+    return typed_value
+
+
+def _only_text(result: ToolResult) -> str | None:
+    """The text of a result whose content is one text block."""
+    if len(result.content) != 1 or not isinstance(result.content[0], dict):
+        return None
+    block = result.content[0]
+    text = block.get("text")
+    return text if block.get("type") == "text" and isinstance(text, str) else None
 
 
 def structured(tool_id: str, result: ToolResult) -> Any:
