@@ -17,7 +17,7 @@ ceil(GETs / SWEEP_PER_DOCUMENT) (`prism_sweep.sample_gets`); the document is cut
 definitions they reach (`prism_sweep.pruned`) before toolc compiles it and Prism serves it. `TOOLC_SWEEP_PER_DOCUMENT=
 1000` sweeps every GET (GitHub 639, Stripe 197, Kubernetes 551); `TOOLC_SWEEP_REPORT=DIR` writes every finding to
 `DIR/<document>.json`. Stripe's copy for Prism has its response schemas
-inlined two references deep (`prism_sweep.for_prism`: Prism does not load Stripe's references), so its answers
+inlined three references deep (`prism_sweep.for_prism`: Prism does not load Stripe's references), so its answers
 are `null` below that depth.
 
 Each call is classified (the printed summary and the assertion message name the tool, the answer and the error):
@@ -26,6 +26,10 @@ Each call is classified (the printed summary and the assertion message name the 
     stub stricter than its JSON Schema         it passes, and the stub raised (or refused valid arguments)
     answer breaks the document's schema, ...   it does not pass; "data reachable" or "data hidden" from the caller
     HTTP error answer / refused by the router  no 2xx answer (Prism refused the request, or the router did)
+
+and through `toolc serve`: client rejection (the `mcp` client raised), data not reaching the caller (neither
+`structuredContent` nor a text block holds the answer the stub run saw), ok, answer breaks the document's schema
+(data reachable), each possibly "as an error result" (`isError` with the data in it).
 """
 
 from __future__ import annotations
@@ -54,9 +58,9 @@ from tests.support.prism_sweep import (
 
 CORPUS = FIXTURES / "corpus" / "openapi"
 SWEEP_PER_DOCUMENT = int(os.environ.get("TOOLC_SWEEP_PER_DOCUMENT", "60"))
-PRISM_INLINE_DEPTH = {"stripe": 2}
+PRISM_INLINE_DEPTH = {"stripe": 3}
 """Documents whose references Prism cannot load: how deep their response schemas are inlined for Prism."""
-FAILURES = ("stub stricter than its JSON Schema", "stub refused valid arguments",
+FAILURES = ("harness", "stub stricter than its JSON Schema", "stub refused valid arguments",
             "answer breaks the document's schema, data hidden", "client rejection", "data not reaching the caller")
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
@@ -87,7 +91,8 @@ async def test_every_sampled_get_reaches_the_caller(name: str, tmp_path: Path,
     stubs = [judge_stub(project, tool_id, report) for tool_id, report in sorted(stub_reports.items())]
     raw = {tool_id: report["structured"] if report.get("structured") is not None else report.get("text")
            for tool_id, report in stub_reports.items()}
-    served = [judge_served(project, tool_id, report, raw.get(tool_id))
+    by_tool = {finding.tool_id: finding for finding in stubs}
+    served = [judge_served(project, tool_id, report, by_tool[tool_id], raw.get(tool_id))
               for tool_id, report in sorted(served_reports.items())]
     stub_counts, served_counts = tally(stubs), tally(served)
     with capsys.disabled():

@@ -302,23 +302,21 @@ def judge_stub(project: Project, tool_id: str, report: dict[str, Any]) -> Findin
     return Finding(tool_id, f"answer breaks the document's schema, {reach}", f"{broken} | stub {how}", raw)
 
 
-def judge_served(project: Project, tool_id: str, report: dict[str, Any], raw: Any) -> Finding:
-    """One call through `toolc serve`, classified; `raw` is the answer the stub run saw (Prism answers the same
-    request with the same static example)."""
+def judge_served(project: Project, tool_id: str, report: dict[str, Any], stub: Finding, raw: Any) -> Finding:
+    """One call through `toolc serve`, classified. `stub` and `raw` are the same call's finding and answer in the
+    stub run: Prism answers the same request with the same static example."""
     if "rejected" in report:
         return Finding(tool_id, "client rejection", report["rejected"], raw)
     texts = report["texts"]
-    if report["is_error"]:
-        kind = "HTTP error answer" if any(text.startswith("HTTP ") for text in texts) or raw is not None else \
-            "refused by the router"
-        return Finding(tool_id, kind, " ".join(texts)[:300])
+    if report["is_error"] and stub.category in ("HTTP error answer", "refused by the router"):
+        return Finding(tool_id, stub.category, " ".join(texts)[:300])
     received = [report["structured"], *(_parsed(text) for text in texts), *texts]
     if raw is not None and not any(item == raw for item in received if item is not None):
         return Finding(tool_id, "data not reaching the caller", f"got {str(received)[:300]}", raw)
     schema = project.tools[tool_id].get("output_schema")
-    if schema is not None and raw is not None and conforms(raw, schema, project.definitions) is not None:
-        return Finding(tool_id, "answer breaks the document's schema, data reachable", "")
-    return Finding(tool_id, "ok", "")
+    broken = schema is not None and raw is not None and conforms(raw, schema, project.definitions) is not None
+    category = "answer breaks the document's schema, data reachable" if broken else "ok"
+    return Finding(tool_id, category + (" (as an error result)" if report["is_error"] else ""), " ".join(texts)[:300])
 
 
 def tally(findings: list[Finding]) -> Counter[str]:
