@@ -25,7 +25,7 @@ from mcp import Client
 
 from compiler.codegen.router_tables import env_name
 from tests.support.cli import run_toolc
-from tests.support.judge_examples import arguments_for, required_only
+from tests.support.judge_examples import Examples, arguments_for, required_only
 from tests.support.serve import serving_http
 
 DRIVER = Path(__file__).with_name("sweep_stub_driver.py")
@@ -212,8 +212,27 @@ def compile_sample(folder: Path, name: str, document_path: Path) -> Project:
         if full is None:
             project.not_called[tool_id] = "no valid example arguments"
             continue
-        project.arguments[tool_id] = required_only(full, tool["input_schema"], project.definitions) or full
+        arguments = required_only(full, tool["input_schema"], project.definitions) or full
+        project.arguments[tool_id] = unambiguous_on_the_wire(arguments, tool, project.definitions)
     return project
+
+
+def unambiguous_on_the_wire(arguments: dict[str, Any], tool: Mapping[str, Any],
+                            definitions: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments`, with a `oneOf` parameter that has a string branch given a (non-numeric) string. A path, query,
+    header or cookie value travels as text: GitHub's `workflow_id` (`oneOf: [integer, string]`) sent as `1` is
+    valid under both branches once Prism reads it back, and Prism refuses the request (422)."""
+    examples = Examples(definitions)
+    properties = tool["input_schema"].get("properties", {})
+    outside_body = {arg["name"] for arg in tool["binding"].get("arguments", ()) if arg.get("location") != "body"}
+    result = dict(arguments)
+    for name, value in arguments.items():
+        branches = examples.resolve(properties.get(name, {})).get("oneOf") if name in outside_body else None
+        strings = [b for b in map(examples.resolve, branches or ()) if isinstance(b, dict) and b.get("type") == "string"]
+        if strings and not isinstance(value, str):
+            result[name] = examples.value(strings[0])
+    validator = jsonschema.Draft202012Validator({**tool["input_schema"], "$defs": dict(definitions)})
+    return result if validator.is_valid(result) else arguments
 
 
 def environment(project: Project, url: str) -> dict[str, str]:

@@ -56,7 +56,7 @@ def _parameters(function: ast.AsyncFunctionDef) -> dict[str, str]:
 
 def _children(value: Any) -> list[Any]:
     """What a caller can get at from `value`: attributes, items, an exception's cause and context, a pydantic
-    model's dump and its extra fields."""
+    model's dump, its extra fields and private attributes."""
     found: list[Any] = []
     if isinstance(value, dict):
         found.extend(value.values())
@@ -71,9 +71,10 @@ def _children(value: Any) -> list[Any]:
             except Exception:  # a model that cannot dump itself hides nothing more
                 continue
         found.append(getattr(value, "__pydantic_extra__", None))
+        found.append(getattr(value, "__pydantic_private__", None))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         found.extend(getattr(value, field.name, None) for field in dataclasses.fields(value))
-    elif hasattr(value, "__dict__") and not isinstance(value, type) and not hasattr(value, "model_dump"):
+    elif hasattr(value, "__dict__") and not isinstance(value, type):
         found.extend(vars(value).values())
     for slot in getattr(type(value), "__slots__", ()):
         found.append(getattr(value, slot, None))
