@@ -38,6 +38,7 @@ import json
 import os
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from tests.support.judge_prism import prism_mock, prism_or_skip
@@ -55,6 +56,7 @@ from tests.support.prism_sweep import (
     sample_gets,
     tally,
 )
+from tests.support.sweep_stub_driver import reachable
 
 CORPUS = FIXTURES / "corpus" / "openapi"
 SWEEP_PER_DOCUMENT = int(os.environ.get("TOOLC_SWEEP_PER_DOCUMENT", "60"))
@@ -63,7 +65,6 @@ PRISM_INLINE_DEPTH = {"stripe": 3}
 FAILURES = ("harness", "stub stricter than its JSON Schema", "stub refused valid arguments",
             "answer breaks the document's schema, data hidden", "client rejection", "data not reaching the caller")
 
-pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 
 def _examples(findings: list[Finding], category: str, limit: int = 3) -> list[str]:
@@ -71,6 +72,8 @@ def _examples(findings: list[Finding], category: str, limit: int = 3) -> list[st
             if f.category == category][:limit]
 
 
+@pytest.mark.slow
+@pytest.mark.servers
 @pytest.mark.parametrize("name", ["github", "stripe", "kubernetes"])
 async def test_every_sampled_get_reaches_the_caller(name: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,3 +119,35 @@ async def test_every_sampled_get_reaches_the_caller(name: str, tmp_path: Path,
     problems = [line for category in FAILURES for findings in (stubs, served)
                 for line in _examples(findings, category, limit=5)]
     assert not problems, "\n".join(problems)
+
+
+class _AnswerError(Exception):
+    def __init__(self, answer: object) -> None:
+        super().__init__("the answer does not fit")
+        self.structured = answer
+
+
+def test_reachable_means_the_whole_answer() -> None:
+    """The sweep's notion of "the data is reachable": the whole answer, not pydantic's fragments of it."""
+    answer = {"id": "7", "items": [{"when": "2024-01-02T03:04:05.000Z"}], "extra": None}
+
+    class Strict(pydantic.BaseModel):
+        id: int
+
+    class Lenient(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="allow")
+        id: str
+
+    with pytest.raises(pydantic.ValidationError) as refused:
+        Strict.model_validate({"id": "x", **{k: v for k, v in answer.items() if k != "id"}})
+    assert not reachable(answer, refused.value)
+    assert reachable(answer, _AnswerError(answer))
+    assert reachable(answer, RuntimeError("wrapped")) is False
+    assert reachable(answer, Lenient.model_validate(answer))
+    assert not reachable(answer, Strict.model_validate(answer))  # "7" became 7: not the answer as sent
+
+
+def test_the_sample_is_every_kth_get_by_operation_id() -> None:
+    paths = {f"/p{i}": {"get": {"operationId": f"op{i:03d}"}, "post": {"operationId": f"w{i}"}} for i in range(10)}
+    assert [op.operation_id for op in sample_gets({"paths": paths}, 4)] == ["op000", "op003", "op006", "op009"]
+    assert len(sample_gets({"paths": paths}, 100)) == 10

@@ -101,24 +101,21 @@ def pruned(document: Mapping[str, Any], operations: list[Operation]) -> dict[str
     return result
 
 
-def first_branches(node: Any) -> int:
-    """Keep only the first branch of every `anyOf`/`oneOf` under `node`, in place; returns how many were cut.
-    Prism's static example generator (openapi-sampler) takes the first branch anyway, so its answers do not
-    change; what goes is what it cannot load: Stripe's expandable fields (`anyOf: [id string, $ref object]`)
-    make every object reach every other one."""
-    cut = 0
+def first_branches(node: Any) -> None:
+    """Keep only the first branch of every `anyOf`/`oneOf` under `node`, in place. Prism's static examples
+    (openapi-sampler) take the first branch anyway, so its answers do not change; what goes is most of what
+    Prism cannot load: Stripe's expandable fields (`anyOf: [id string, $ref object]`) make every object reach
+    every other one."""
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key in ("anyOf", "oneOf"):
-                if isinstance(item.get(key), list) and len(item[key]) > 1:
-                    cut += len(item[key]) - 1
+                if isinstance(item.get(key), list):
                     del item[key][1:]
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return cut
 
 
 def conforms(value: Any, schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> str | None:
