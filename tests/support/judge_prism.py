@@ -35,12 +35,13 @@ def prism_or_skip() -> Path:
 
 
 @contextlib.contextmanager
-def prism_mock(document: Path, log: Path) -> Iterator[int]:
-    """`prism mock` on `document`, yielding its port once it answers; stopped (and waited for) afterwards."""
+def prism_mock(document: Path, log: Path, *options: str) -> Iterator[int]:
+    """`prism mock` on `document` (with its command-line `options`), yielding its port once it answers; stopped
+    (and waited for) afterwards."""
     port = free_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(["node", str(prism_or_skip()), "mock", "-h", "127.0.0.1", "-p", str(port),
-                                    str(document)], stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                    *options, str(document)], stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             wait_for_port(port, process, "prism mock", timeout_s=120, log=log)
             yield port
