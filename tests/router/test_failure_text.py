@@ -53,7 +53,9 @@ def rt(tmp_path: Path) -> Iterator[Any]:
 
 
 def _router(rt: Any, **environ: str) -> Any:
-    router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={"PROBE_ADMIN_TOKEN": TOKEN, **environ})
+    # getPet's bearer credential is set (a call without it is refused before anything is sent), unless overridden.
+    router = rt.Router(audit_sink=rt.MemoryAuditSink(),
+                       environ={"PROBE_ADMIN_TOKEN": TOKEN, "TOOLC_PARAMS_BEARER": "t0ken", **environ})
     server = probe_server()
 
     @server.tool()
@@ -158,14 +160,15 @@ async def test_a_401_names_status_method_path_and_host(rt: Any) -> None:
         result = await _router(rt, PARAMS_API_URL=url).call_tool("openapi:params:getPet", {"id": 7},
                                                                  context=_context(rt))
     assert result.error == (f"HTTP 401 Unauthorized from GET /pets/{{id}} on {url}/v1; credentials: "
-                            "$TOOLC_PARAMS_BEARER (unset)")  # the variable the operation's scheme reads
+                            "$TOOLC_PARAMS_BEARER (set)")  # the variable the operation's scheme reads
+    assert "t0ken" not in str(result)
     assert result.structured == {"message": "Bad credentials"}  # the answer's own reason stays with it
     assert result.content[1]["text"] == '{"message": "Bad credentials"}'
     _said_everywhere(rt, result, "HTTP 401 Unauthorized from GET /pets/{id} on http://127.0.0.1:")
-    with loopback_http(Unauthorized) as url:
-        router = _router(rt, PARAMS_API_URL=url, TOOLC_PARAMS_BEARER="t0ken")
-        wrong = await router.call_tool("openapi:params:getPet", {"id": 7}, context=_context(rt))
-    assert (wrong.error or "").endswith("; credentials: $TOOLC_PARAMS_BEARER (set)") and "t0ken" not in str(wrong)
+    with loopback_http(Unauthorized) as url:  # unset: refused before anything is sent, naming the variable
+        router = _router(rt, PARAMS_API_URL=url, TOOLC_PARAMS_BEARER="")
+        unset = await router.call_tool("openapi:params:getPet", {"id": 7}, context=_context(rt))
+    assert unset.error == "no credential set for this operation: set TOOLC_PARAMS_BEARER; refused"
 
 
 async def test_a_host_that_does_not_resolve_is_named(rt: Any) -> None:
@@ -206,7 +209,8 @@ import toolc_router
 from params import ToolCallError, ToolOutputError, get_pet
 
 router = toolc_router.configure(toolc_router.Router(audit_sink=toolc_router.MemoryAuditSink(),
-                                                    environ={"PARAMS_API_URL": sys.argv[1]}))
+                                                    environ={"PARAMS_API_URL": sys.argv[1],
+                                                             "TOOLC_PARAMS_BEARER": "t0ken"}))
 context = toolc_router.InvocationContext(project_id="p")
 
 async def main():
@@ -254,7 +258,7 @@ def test_a_stub_raises_why_and_keeps_the_raw_answer(tmp_path: Path) -> None:
         "structured": {"id": "one", "name": "Rex", "unlisted": [1]}, "is_call_error": True, "problems": 1,
         "status": False}
     assert found["unauthorized"] == (f"openapi:params:getPet: HTTP 401 Unauthorized from GET /pets/{{id}} on "
-                                     f"{url}/v1; credentials: $TOOLC_PARAMS_BEARER (unset)")
+                                     f"{url}/v1; credentials: $TOOLC_PARAMS_BEARER (set)")
 
 
 def test_a_text_answer_is_typed_where_the_schema_is_a_string(rt: Any) -> None:
