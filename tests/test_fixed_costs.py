@@ -1,0 +1,49 @@
+"""What a compile loads is what it uses (issue 27): these fixed costs are paid by every run, so a command that
+does not need something must not load it. Checked in a fresh interpreter, by what it imported (never by time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.paths import FIXTURES
+
+SMALL_API = FIXTURES / "openapi" / "params.yaml"
+
+
+def _fresh(code: str, *args: str) -> object:
+    """Run `code` in a new interpreter; it prints one JSON value as its last line."""
+    done = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_counting_tokens_loads_only_the_rust_tokenizer() -> None:
+    """bpe_openai's package decodes three vocabularies in Python on import (0.5 s); its Rust backend alone
+    counts the same tokens."""
+    code = ("import json, sys\nfrom compiler.providers import tokens\ncount = tokens.count_text('hello world')\n"
+            "print(json.dumps(['bpe_openai.compat' in sys.modules, count]))")
+    assert _fresh(code) == [False, 2]
+
+
+def test_the_wrapper_imported_afterwards_counts_the_same() -> None:
+    """The backend is registered under its own name: importing `bpe_openai` later reuses it (a PyO3 module is
+    initialised once per process) and both count alike, lone surrogates included."""
+    code = ("import json\nfrom compiler.providers import tokens\ntexts = ['{\\n  \"a\": 1\\n}\\n', 'x\\udc80y']\n"
+            "ours = [tokens.count_text(text) for text in texts]\nimport bpe_openai\n"
+            "encoding = bpe_openai.get_encoding('o200k_base')\n"
+            "print(json.dumps([ours, [len(encoding.encode_ordinary(text)) for text in texts]]))")
+    ours, theirs = _fresh(code)  # type: ignore[misc]
+    assert ours == theirs
+
+
+def test_a_catalog_only_compile_loads_no_tokenizer(tmp_path: Path) -> None:
+    """`--target none --no-codegen`: no target is lowered, so no token is counted and nothing loads one."""
+    code = ("import json, sys\nfrom pathlib import Path\nfrom compiler.config import Config\n"
+            "from compiler.pipeline import adhoc_inputs, compile_project\n"
+            "config = Config(root=Path.cwd()).model_copy(update={'codegen': False})\n"
+            "build = compile_project(config, adhoc_inputs([Path(sys.argv[1])], Path.cwd()), targets=(),"
+            " out_dir=Path(sys.argv[2]))\n"
+            "print(json.dumps([len(build.catalog.tools) > 0, sorted(m for m in sys.modules if 'bpe' in m)]))")
+    assert _fresh(code, str(SMALL_API), str(tmp_path / "out")) == [True, []]
