@@ -2,15 +2,27 @@
 and jsonref full inlining of the same files, in one run, with ratios.
 
     .venv/bin/python bench/bench_compile.py [--runs 3] [--targets all]
+    .venv/bin/python bench/bench_compile.py --stages [--runs 3] [--jobs 1] [--spec PATH ...]
 
 Targets (issue 2, catalog only: `--target none --no-codegen`): GitHub ≤ 1.5 s and ≤ 250 MB; Stripe ≤ 0.7 s.
+
+`--stages` (issue 27) profiles one compile per stage instead: in a fresh process, the imports `toolc compile`
+makes, then each stage of the pipeline as its `Progress` reports it (reading sources, catalog.json, schemas/,
+the fit, python/, toolc.lock) and writing the output, for three cases per document: catalog only, four targets
+without codegen, and the full compile. Each figure is the best of `--runs`, wall and CPU seconds (CPU counts
+this process and the workers it forked and waited for: on a busy machine, CPU is the steadier figure). What the
+process spends before its first line runs (interpreter start-up) is the whole run's wall time minus the stages.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from harness import PYTHON, ROOT, measure, peer_venv, precompile, print_table
@@ -20,13 +32,113 @@ INPUTS = {
     "stripe": ROOT / "fixtures/corpus/openapi/stripe.json",
 }
 
+STAGE_CASES = {"catalog only": ("", False), "4 targets, no codegen": (None, False), "full": (None, True)}
+"""Case → (--target value, None for the project's default of all four; codegen)."""
+
+# One compile in this fresh process, timed per stage through the pipeline's own progress reports.
+STAGES_RUN = r"""
+import json, resource, sys, time
+
+def clocks():
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), time.process_time() + children.ru_utime + children.ru_stime
+
+start = clocks()
+from pathlib import Path
+from compiler.commands import compile as _command  # what `toolc compile` imports before it runs
+from compiler.commands.support import parse_targets
+from compiler.config import Config
+from compiler.pipeline import adhoc_inputs, compile_project, write_build
+from compiler.progress import Progress
+
+class StageClock(Progress):
+    def __init__(self):
+        self.times, self._label, self._since = {}, None, None
+
+    def _switch(self, label):
+        now = clocks()
+        if self._label is not None:
+            wall, cpu = self.times.get(self._label, (0.0, 0.0))
+            self.times[self._label] = (wall + now[0] - self._since[0], cpu + now[1] - self._since[1])
+        self._label, self._since = label, now
+
+    def begin(self, total, label):
+        self._switch(label)
+
+    def stage(self, label):
+        self._switch(label)
+
+    def end(self):
+        self._switch(None)
+
+imported = clocks()
+spec, out, targets, codegen = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+config = Config(root=Path.cwd()).model_copy(update={"codegen": codegen})
+clock = StageClock()
+build = compile_project(config, adhoc_inputs([spec], Path.cwd()), out_dir=out, progress=clock,
+                        targets=None if targets == "-" else parse_targets(targets))
+clock.end()
+written = clocks()
+write_build(build, out)
+done = clocks()
+times = {"imports": (imported[0] - start[0], imported[1] - start[1]), **clock.times,
+         "write": (done[0] - written[0], done[1] - written[1])}
+print(json.dumps({"tools": len(build.catalog.tools), "times": times}))
+"""
+
+
+def stage_profile(spec: Path, case: str, runs: int, jobs: str | None) -> tuple[dict[str, tuple[float, float]], float]:
+    """Best of `runs` per stage (wall s, CPU s), and the best whole-process wall time."""
+    targets, codegen = STAGE_CASES[case]
+    env = {**os.environ, "PYTHONHASHSEED": "0", **({"TOOLC_JOBS": jobs} if jobs else {})}
+    best: dict[str, tuple[float, float]] = {}
+    best_total = float("inf")
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as scratch:
+            started = time.perf_counter()
+            run = subprocess.run([PYTHON, "-c", STAGES_RUN, str(spec), str(Path(scratch) / "out"),
+                                  "-" if targets is None else targets, "1" if codegen else "0"],
+                                 capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+            best_total = min(best_total, time.perf_counter() - started)
+        if run.returncode != 0:
+            raise SystemExit(f"{spec.name} ({case}) failed: {run.stderr[-800:]}")
+        for stage, (wall, cpu) in json.loads(run.stdout.strip().splitlines()[-1])["times"].items():
+            old = best.get(stage, (float("inf"), float("inf")))
+            best[stage] = (min(old[0], wall), min(old[1], cpu))
+    return best, best_total
+
+
+def print_stages(name: str, case: str, stages: dict[str, tuple[float, float]], total: float) -> None:
+    print(f"\n## {name}: {case} (best of runs; wall s / CPU s)")
+    accounted = sum(wall for wall, _ in stages.values())
+    print(f"{'stage':32} {'wall s':>8} {'CPU s':>8}")
+    print(f"{'start-up (whole run - stages)':32} {max(0.0, total - accounted):8.2f} {'':>8}")
+    for stage, (wall, cpu) in stages.items():
+        print(f"{stage:32} {wall:8.2f} {cpu:8.2f}")
+    print(f"{'whole process':32} {total:8.2f}")
+
+
+def main_stages(args: argparse.Namespace) -> None:
+    specs = [Path(spec) for spec in args.spec] or list(INPUTS.values())
+    for spec in specs:
+        for case in STAGE_CASES:
+            stages, total = stage_profile(spec, case, args.runs, args.jobs)
+            print_stages(spec.name, case, stages, total)
+            sys.stdout.flush()
+
 
 def main() -> None:
     precompile()
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="none", help="toolc --target value; 'none' = catalog only")
+    parser.add_argument("--stages", action="store_true", help="time each stage of one compile instead")
+    parser.add_argument("--jobs", help="TOOLC_JOBS for --stages (default: unset, every core)")
+    parser.add_argument("--spec", action="append", default=[], help="a document for --stages (default: both)")
     args = parser.parse_args()
+    if args.stages:
+        main_stages(args)
+        return
     jsonref_python = peer_venv("jsonref", ["jsonref==1.1.0"])
     toolc = [PYTHON, "-m", "compiler", "compile"]
     for name, path in INPUTS.items():
