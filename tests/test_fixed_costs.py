@@ -4,6 +4,7 @@ does not need something must not load it. Checked in a fresh interpreter, by wha
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,42 @@ def test_a_catalog_only_compile_loads_no_tokenizer(tmp_path: Path) -> None:
             " out_dir=Path(sys.argv[2]))\n"
             "print(json.dumps([len(build.catalog.tools) > 0, sorted(m for m in sys.modules if 'bpe' in m)]))")
     assert _fresh(code, str(SMALL_API), str(tmp_path / "out")) == [True, []]
+
+
+STRIPE = FIXTURES / "corpus" / "openapi" / "stripe.json"  # big enough that the provider files are spooled
+
+_SCRIPT = """import atexit, sys
+atexit.register(lambda: print("teardown ran", file=sys.stderr))
+from compiler.cli import main
+sys.argv = ["toolc", *sys.argv[1:]]
+main()
+"""
+
+
+def _toolc(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """The `toolc` script in a fresh process (as the console script calls it), with its own temporary folder."""
+    tmp.mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-c", _SCRIPT, *args], capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(tmp)}, check=False)
+
+
+def test_compile_ends_its_process_without_teardown_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """`toolc compile` ends at once (no exit handler runs), with its status, its output flushed and no spool
+    folder left, whether it succeeded or failed after spooling (`--strict`: Stripe has warnings)."""
+    out = tmp_path / "out"
+    ok = _toolc("compile", str(STRIPE), "--out", str(out), "--no-codegen", tmp=tmp_path / "tmp")
+    assert ok.returncode == 0, ok.stderr
+    assert "teardown ran" not in ok.stderr
+    assert "toolc: 417 tools from 1 sources" in ok.stderr  # written before the process ended
+    assert (out / "schemas" / "anthropic.json").stat().st_size > 1 << 20  # it was spooled
+    failed = _toolc("compile", str(STRIPE), "--out", str(tmp_path / "strict"), "--no-codegen", "--strict",
+                    "--report", str(tmp_path / "report.json"), tmp=tmp_path / "tmp")
+    assert failed.returncode == 1 and "compile failed" in failed.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["summary"]["warning"] > 0
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_other_commands_end_as_usual(tmp_path: Path) -> None:
+    """Only commands that leave nothing to clean up skip the teardown (`serve`'s sinks flush at exit)."""
+    done = _toolc("explain", "--help", tmp=tmp_path / "tmp")
+    assert done.returncode == 0 and "teardown ran" in done.stderr
