@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+
+from compiler.cli import SUMMARIES, main
 from tests.support.paths import FIXTURES
 
 SMALL_API = FIXTURES / "openapi" / "params.yaml"
@@ -87,3 +90,23 @@ def test_other_commands_end_as_usual(tmp_path: Path) -> None:
     """Only commands that leave nothing to clean up skip the teardown (`serve`'s sinks flush at exit)."""
     done = _toolc("explain", "--help", tmp=tmp_path / "tmp")
     assert done.returncode == 0 and "teardown ran" in done.stderr
+
+
+def test_help_lists_every_command_as_its_own_help_says() -> None:
+    """`SUMMARIES` (what `toolc --help` lists without importing the commands) against each command's help,
+    shortened as click shortens it at several widths."""
+    context = click.Context(main)
+    assert sorted(SUMMARIES) == main.list_commands(context)
+    for name, summary in SUMMARIES.items():
+        command = main.get_command(context, name)
+        assert command is not None
+        for width in (30, 45, 70, 200):
+            assert click.Command(name, help=summary).get_short_help_str(width) == command.get_short_help_str(width)
+
+
+def test_help_imports_no_command() -> None:
+    code = ("import json, sys\nfrom click.testing import CliRunner\nfrom compiler.cli import main\n"
+            "shown = CliRunner().invoke(main, ['--help']).output\n"
+            "print(json.dumps(['serve ' in shown, sorted(m for m in sys.modules if m.startswith('compiler.commands.')"
+            " or m in ('numpy', 'jsonschema', 'jinja2', 'mcp'))]))")
+    assert _fresh(code) == [True, []]
