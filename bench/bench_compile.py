@@ -3,6 +3,7 @@ and jsonref full inlining of the same files, in one run, with ratios.
 
     .venv/bin/python bench/bench_compile.py [--runs 3] [--targets all]
     .venv/bin/python bench/bench_compile.py --stages [--runs 3] [--jobs 1] [--spec PATH ...]
+    .venv/bin/python bench/bench_compile.py --fixed-costs [--before DIR] [--runs 5] [--peer-runs 1]
 
 Targets (issue 2, catalog only: `--target none --no-codegen`): GitHub ≤ 1.5 s and ≤ 250 MB; Stripe ≤ 0.7 s.
 
@@ -11,7 +12,14 @@ makes, then each stage of the pipeline as its `Progress` reports it (reading sou
 the fit, python/, toolc.lock) and writing the output, for three cases per document: catalog only, four targets
 without codegen, and the full compile. Each figure is the best of `--runs`, wall and CPU seconds (CPU counts
 this process and the workers it forked and waited for: on a busy machine, CPU is the steadier figure). What the
-process spends before its first line runs (interpreter start-up) is the whole run's wall time minus the stages.
+process spends outside the stages (interpreter start-up, and its teardown at exit) is the whole run's wall time
+minus the stages.
+
+`--fixed-costs` (issue 27) prints the issue's table: toolc on GitHub and Stripe (four targets, no stubs), Stripe's
+catalog only and `toolc --help`, each beside the floor (a fresh Python that loads and dumps the same document with
+`json`) and FastMCP `from_openapi` (its venv as `bench_providers.py` makes it), all in one run; with `--before DIR`
+(a checkout of an earlier commit, e.g. `git worktree add DIR main`), that toolc's figures too, run by this venv's
+interpreter from DIR. Median wall and CPU seconds of fresh processes.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import PYTHON, ROOT, measure, peer_venv, precompile, print_table
+from harness import FASTMCP_RUN, PYTHON, ROOT, Measurement, measure, peer_venv, precompile, print_table
 
 INPUTS = {
     "github": ROOT / "fixtures/corpus/openapi/github.json",
@@ -112,7 +120,7 @@ def print_stages(name: str, case: str, stages: dict[str, tuple[float, float]], t
     print(f"\n## {name}: {case} (best of runs; wall s / CPU s)")
     accounted = sum(wall for wall, _ in stages.values())
     print(f"{'stage':32} {'wall s':>8} {'CPU s':>8}")
-    print(f"{'start-up (whole run - stages)':32} {max(0.0, total - accounted):8.2f} {'':>8}")
+    print(f"{'start-up + exit (run - stages)':32} {max(0.0, total - accounted):8.2f} {'':>8}")
     for stage, (wall, cpu) in stages.items():
         print(f"{stage:32} {wall:8.2f} {cpu:8.2f}")
     print(f"{'whole process':32} {total:8.2f}")
@@ -127,6 +135,47 @@ def main_stages(args: argparse.Namespace) -> None:
             sys.stdout.flush()
 
 
+FIXED_COST_CASES = {
+    "GitHub, all four targets, no stubs": ("github", ["--no-codegen"]),
+    "Stripe, all four targets, no stubs": ("stripe", ["--no-codegen"]),
+    "Stripe, catalog only (`--target none --no-codegen`)": ("stripe", ["--target", "none", "--no-codegen"]),
+    "`toolc --help` (imports alone)": (None, ["--help"]),
+}
+
+
+def _toolc(root: Path, name: str, args: list[str], runs: int) -> Measurement:
+    """`python -m compiler` with `root` as the working folder, so that `root`'s `compiler` package is the one run."""
+    with tempfile.TemporaryDirectory() as scratch:
+        command = [PYTHON, "-m", "compiler", *args]
+        if args[0] == "compile":
+            command += ["--out", str(Path(scratch) / "out"), "--quiet"]
+        return measure(name, command, runs=runs, cwd=root, env={"PYTHONHASHSEED": "0"})
+
+
+def main_fixed_costs(args: argparse.Namespace) -> None:
+    roots = {"after": ROOT, **({"before": Path(args.before).resolve()} if args.before else {})}
+    for root in roots.values():
+        subprocess.run([PYTHON, "-m", "compileall", "-q", str(root / "compiler")], check=True, capture_output=True)
+    jsonref_python = peer_venv("jsonref", ["jsonref==1.1.0"])
+    fastmcp_python = None if args.no_peers else peer_venv("fastmcp", ["fastmcp==4.1.2", "httpx"])
+    print(f"{'case':55} " + " ".join(f"{label + ' s':>16}" for label in roots)
+          + f" {'floor s':>8} {'ratio':>12} {'FastMCP s':>10}")
+    for case, (spec, extra) in FIXED_COST_CASES.items():
+        path = INPUTS[spec] if spec else None
+        command = ["compile", str(path), *extra] if path else extra
+        ours = {label: _toolc(root, f"{label}: {case}", command, args.runs) for label, root in roots.items()}
+        floor = measure("floor", [str(jsonref_python), str(ROOT / "bench/peer_run.py"), "json", str(path)],
+                        runs=args.runs) if path else None
+        peer = measure("fastmcp", [str(fastmcp_python), "-c", FASTMCP_RUN, str(path)], runs=args.peer_runs) \
+            if path and fastmcp_python and "none" not in extra else None
+        cells = " ".join(f"{m.wall_s:7.2f} ({m.cpu_s:5.2f})" if m.ok else f"{'FAILED':>16}" for m in ours.values())
+        ratio = " / ".join(f"{m.wall_s / floor.wall_s:.1f}x" for m in ours.values()) if floor else ""
+        print(f"{case:55} {cells} {floor.wall_s if floor else float('nan'):8.2f} {ratio:>12} "
+              f"{(f'{peer.wall_s:10.2f}' if peer.ok else 'FAILED') if peer else '':>10}")
+        sys.stdout.flush()
+    print("(toolc: median wall s of fresh processes, median CPU s in brackets; ratio: wall / floor, in column order)")
+
+
 def main() -> None:
     precompile()
     parser = argparse.ArgumentParser()
@@ -135,7 +184,14 @@ def main() -> None:
     parser.add_argument("--stages", action="store_true", help="time each stage of one compile instead")
     parser.add_argument("--jobs", help="TOOLC_JOBS for --stages (default: unset, every core)")
     parser.add_argument("--spec", action="append", default=[], help="a document for --stages (default: both)")
+    parser.add_argument("--fixed-costs", action="store_true", help="the table of issue 27 instead")
+    parser.add_argument("--before", help="with --fixed-costs: a checkout of an earlier toolc to run beside this one")
+    parser.add_argument("--peer-runs", type=int, default=1)
+    parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
+    if args.fixed_costs:
+        main_fixed_costs(args)
+        return
     if args.stages:
         main_stages(args)
         return
