@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,13 +144,24 @@ FIXED_COST_CASES = {
 }
 
 
-def _toolc(root: Path, name: str, args: list[str], runs: int) -> Measurement:
-    """`python -m compiler` with `root` as the working folder, so that `root`'s `compiler` package is the one run."""
-    with tempfile.TemporaryDirectory() as scratch:
-        command = [PYTHON, "-m", "compiler", *args]
-        if args[0] == "compile":
-            command += ["--out", str(Path(scratch) / "out"), "--quiet"]
-        return measure(name, command, runs=runs, cwd=root, env={"PYTHONHASHSEED": "0"})
+def _toolc_command(args: list[str], scratch: Path) -> list[str]:
+    """`python -m compiler ARGS`, run with a toolc checkout as its working folder (so its `compiler` is imported)."""
+    command = [PYTHON, "-m", "compiler", *args]
+    return [*command, "--out", str(scratch / "out"), "--quiet"] if args[0] == "compile" else command
+
+
+def interleaved(commands: dict[str, tuple[list[str], Path]], runs: int) -> dict[str, Measurement]:
+    """Each command once per round, `runs` rounds, medians: on a machine other jobs load, a burst of load then
+    falls on every command alike rather than on whichever ran during it."""
+    samples: dict[str, list[Measurement]] = {label: [] for label in commands}
+    for _ in range(runs):
+        for label, (command, cwd) in commands.items():
+            samples[label].append(measure(label, command, runs=1, cwd=cwd, env={"PYTHONHASHSEED": "0"}))
+    return {label: Measurement(label, statistics.median(m.wall_s for m in found),
+                               statistics.median(m.rss_mb for m in found), all(m.ok for m in found),
+                               next((m.note for m in found if not m.ok), ""),
+                               cpu_s=statistics.median(m.cpu_s for m in found))
+            for label, found in samples.items()}
 
 
 def main_fixed_costs(args: argparse.Namespace) -> None:
@@ -163,9 +175,13 @@ def main_fixed_costs(args: argparse.Namespace) -> None:
     for case, (spec, extra) in FIXED_COST_CASES.items():
         path = INPUTS[spec] if spec else None
         command = ["compile", str(path), *extra] if path else extra
-        ours = {label: _toolc(root, f"{label}: {case}", command, args.runs) for label, root in roots.items()}
-        floor = measure("floor", [str(jsonref_python), str(ROOT / "bench/peer_run.py"), "json", str(path)],
-                        runs=args.runs) if path else None
+        with tempfile.TemporaryDirectory() as scratch:
+            commands = {label: (_toolc_command(command, Path(scratch) / label), root) for label, root in roots.items()}
+            if path:
+                commands["floor"] = ([str(jsonref_python), str(ROOT / "bench/peer_run.py"), "json", str(path)], ROOT)
+            measured = interleaved(commands, args.runs)
+        floor = measured.pop("floor", None)
+        ours = measured
         peer = measure("fastmcp", [str(fastmcp_python), "-c", FASTMCP_RUN, str(path)], runs=args.peer_runs) \
             if path and fastmcp_python and "none" not in extra else None
         cells = " ".join(f"{m.wall_s:7.2f} ({m.cpu_s:5.2f})" if m.ok else f"{'FAILED':>16}" for m in ours.values())
@@ -173,7 +189,7 @@ def main_fixed_costs(args: argparse.Namespace) -> None:
         print(f"{case:55} {cells} {floor.wall_s if floor else float('nan'):8.2f} {ratio:>12} "
               f"{(f'{peer.wall_s:10.2f}' if peer.ok else 'FAILED') if peer else '':>10}")
         sys.stdout.flush()
-    print("(toolc: median wall s of fresh processes, median CPU s in brackets; ratio: wall / floor, in column order)")
+    print("(toolc: median wall s of fresh processes, run in turn, median CPU s in brackets; ratio: wall / floor, in column order)")
 
 
 def main() -> None:
