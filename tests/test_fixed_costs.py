@@ -42,15 +42,32 @@ def test_the_wrapper_imported_afterwards_counts_the_same() -> None:
     assert ours == theirs
 
 
-def test_a_catalog_only_compile_loads_no_tokenizer(tmp_path: Path) -> None:
-    """`--target none --no-codegen`: no target is lowered, so no token is counted and nothing loads one."""
+_UNUSED_WITHOUT_CODEGEN = ("bpe_openai", "jinja2", "jsonschema", "libcst", "datamodel_code_generator")
+
+
+def _loaded_by_compile(spec: Path, out: Path, targets: str) -> object:
+    """What a compile without codegen (`targets`: comma-separated, "" for the catalog only) has imported."""
     code = ("import json, sys\nfrom pathlib import Path\nfrom compiler.config import Config\n"
             "from compiler.pipeline import adhoc_inputs, compile_project\n"
             "config = Config(root=Path.cwd()).model_copy(update={'codegen': False})\n"
-            "build = compile_project(config, adhoc_inputs([Path(sys.argv[1])], Path.cwd()), targets=(),"
-            " out_dir=Path(sys.argv[2]))\n"
-            "print(json.dumps([len(build.catalog.tools) > 0, sorted(m for m in sys.modules if 'bpe' in m)]))")
-    assert _fresh(code, str(SMALL_API), str(tmp_path / "out")) == [True, []]
+            "build = compile_project(config, adhoc_inputs([Path(sys.argv[1])], Path.cwd()),"
+            " targets=tuple(t for t in sys.argv[3].split(',') if t), out_dir=Path(sys.argv[2]))\n"
+            f"unused = {_UNUSED_WITHOUT_CODEGEN!r}\n"
+            "print(json.dumps([len(build.catalog.tools) > 0,"
+            " sorted(m for m in sys.modules if m.split('.')[0] in unused)]))")
+    return _fresh(code, str(spec), str(out), targets)
+
+
+def test_a_catalog_only_compile_loads_no_tokenizer_and_no_generator(tmp_path: Path) -> None:
+    """`--target none --no-codegen`: no target is lowered, so no token is counted and nothing loads a tokenizer,
+    a validator or a code generator."""
+    assert _loaded_by_compile(SMALL_API, tmp_path / "out", "") == [True, []]
+
+
+def test_a_compile_without_codegen_loads_no_template_engine(tmp_path: Path) -> None:
+    """Lowering loads the tokenizer (and jsonschema only for input examples: this API has none), never what
+    code generation alone uses."""
+    assert _loaded_by_compile(SMALL_API, tmp_path / "out", "anthropic,gemini") == [True, ["bpe_openai._bindings"]]
 
 
 STRIPE = FIXTURES / "corpus" / "openapi" / "stripe.json"  # big enough that the provider files are spooled
