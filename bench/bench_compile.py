@@ -2,23 +2,194 @@
 and jsonref full inlining of the same files, in one run, with ratios.
 
     .venv/bin/python bench/bench_compile.py [--runs 3] [--targets all]
+    .venv/bin/python bench/bench_compile.py --stages [--runs 3] [--jobs 1] [--spec PATH ...]
+    .venv/bin/python bench/bench_compile.py --fixed-costs [--before DIR] [--runs 5] [--peer-runs 1]
 
 Targets (issue 2, catalog only: `--target none --no-codegen`): GitHub ≤ 1.5 s and ≤ 250 MB; Stripe ≤ 0.7 s.
+
+`--stages` (issue 27) profiles one compile per stage instead: in a fresh process, the imports `toolc compile`
+makes, then each stage of the pipeline as its `Progress` reports it (reading sources, catalog.json, schemas/,
+the fit, python/, toolc.lock) and writing the output, for three cases per document: catalog only, four targets
+without codegen, and the full compile. Each figure is the best of `--runs`, wall and CPU seconds (CPU counts
+this process and the workers it forked and waited for: on a busy machine, CPU is the steadier figure). What the
+process spends outside the stages (interpreter start-up, and its teardown at exit) is the whole run's wall time
+minus the stages.
+
+`--fixed-costs` (issue 27) prints the issue's table: toolc on GitHub and Stripe (four targets, no stubs), Stripe's
+catalog only and `toolc --help`, each beside the floor (a fresh Python that loads and dumps the same document with
+`json`) and FastMCP `from_openapi` (its venv as `bench_providers.py` makes it), all in one run; with `--before DIR`
+(a checkout of an earlier commit, e.g. `git worktree add DIR main`), that toolc's figures too, run by this venv's
+interpreter from DIR. Median wall and CPU seconds of fresh processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from harness import PYTHON, ROOT, measure, peer_venv, precompile, print_table
+from harness import FASTMCP_RUN, PYTHON, ROOT, Measurement, measure, peer_venv, precompile, print_table
 
 INPUTS = {
     "github": ROOT / "fixtures/corpus/openapi/github.json",
     "stripe": ROOT / "fixtures/corpus/openapi/stripe.json",
 }
+
+STAGE_CASES = {"catalog only": ("", False), "4 targets, no codegen": (None, False), "full": (None, True)}
+"""Case → (--target value, None for the project's default of all four; codegen)."""
+
+# One compile in this fresh process, timed per stage through the pipeline's own progress reports.
+STAGES_RUN = r"""
+import json, resource, sys, time
+
+def clocks():
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), time.process_time() + children.ru_utime + children.ru_stime
+
+start = clocks()
+from pathlib import Path
+from compiler.commands import compile as _command  # what `toolc compile` imports before it runs
+from compiler.commands.support import parse_targets
+from compiler.config import Config
+from compiler.pipeline import adhoc_inputs, compile_project, write_build
+from compiler.progress import Progress
+
+class StageClock(Progress):
+    def __init__(self):
+        self.times, self._label, self._since = {}, None, None
+
+    def _switch(self, label):
+        now = clocks()
+        if self._label is not None:
+            wall, cpu = self.times.get(self._label, (0.0, 0.0))
+            self.times[self._label] = (wall + now[0] - self._since[0], cpu + now[1] - self._since[1])
+        self._label, self._since = label, now
+
+    def begin(self, total, label):
+        self._switch(label)
+
+    def stage(self, label):
+        self._switch(label)
+
+    def end(self):
+        self._switch(None)
+
+imported = clocks()
+spec, out, targets, codegen = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+config = Config(root=Path.cwd()).model_copy(update={"codegen": codegen})
+clock = StageClock()
+build = compile_project(config, adhoc_inputs([spec], Path.cwd()), out_dir=out, progress=clock,
+                        targets=None if targets == "-" else parse_targets(targets))
+clock.end()
+written = clocks()
+write_build(build, out)
+done = clocks()
+times = {"imports": (imported[0] - start[0], imported[1] - start[1]), **clock.times,
+         "write": (done[0] - written[0], done[1] - written[1])}
+print(json.dumps({"tools": len(build.catalog.tools), "times": times}))
+"""
+
+
+def stage_profile(spec: Path, case: str, runs: int, jobs: str | None) -> tuple[dict[str, tuple[float, float]], float]:
+    """Best of `runs` per stage (wall s, CPU s), and the best whole-process wall time."""
+    targets, codegen = STAGE_CASES[case]
+    env = {**os.environ, "PYTHONHASHSEED": "0", **({"TOOLC_JOBS": jobs} if jobs else {})}
+    best: dict[str, tuple[float, float]] = {}
+    best_total = float("inf")
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as scratch:
+            started = time.perf_counter()
+            run = subprocess.run([PYTHON, "-c", STAGES_RUN, str(spec), str(Path(scratch) / "out"),
+                                  "-" if targets is None else targets, "1" if codegen else "0"],
+                                 capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+            best_total = min(best_total, time.perf_counter() - started)
+        if run.returncode != 0:
+            raise SystemExit(f"{spec.name} ({case}) failed: {run.stderr[-800:]}")
+        for stage, (wall, cpu) in json.loads(run.stdout.strip().splitlines()[-1])["times"].items():
+            old = best.get(stage, (float("inf"), float("inf")))
+            best[stage] = (min(old[0], wall), min(old[1], cpu))
+    return best, best_total
+
+
+def print_stages(name: str, case: str, stages: dict[str, tuple[float, float]], total: float) -> None:
+    print(f"\n## {name}: {case} (best of runs; wall s / CPU s)")
+    accounted = sum(wall for wall, _ in stages.values())
+    print(f"{'stage':32} {'wall s':>8} {'CPU s':>8}")
+    print(f"{'start-up + exit (run - stages)':32} {max(0.0, total - accounted):8.2f} {'':>8}")
+    for stage, (wall, cpu) in stages.items():
+        print(f"{stage:32} {wall:8.2f} {cpu:8.2f}")
+    print(f"{'whole process':32} {total:8.2f}")
+
+
+def main_stages(args: argparse.Namespace) -> None:
+    specs = [Path(spec) for spec in args.spec] or list(INPUTS.values())
+    for spec in specs:
+        for case in STAGE_CASES:
+            stages, total = stage_profile(spec, case, args.runs, args.jobs)
+            print_stages(spec.name, case, stages, total)
+            sys.stdout.flush()
+
+
+FIXED_COST_CASES = {
+    "GitHub, all four targets, no stubs": ("github", ["--no-codegen"]),
+    "Stripe, all four targets, no stubs": ("stripe", ["--no-codegen"]),
+    "Stripe, catalog only (`--target none --no-codegen`)": ("stripe", ["--target", "none", "--no-codegen"]),
+    "`toolc --help` (imports alone)": (None, ["--help"]),
+}
+
+
+def _toolc_command(args: list[str], scratch: Path) -> list[str]:
+    """`python -m compiler ARGS`, run with a toolc checkout as its working folder (so its `compiler` is imported)."""
+    command = [PYTHON, "-m", "compiler", *args]
+    return [*command, "--out", str(scratch / "out"), "--quiet"] if args[0] == "compile" else command
+
+
+def interleaved(commands: dict[str, tuple[list[str], Path]], runs: int) -> dict[str, Measurement]:
+    """Each command once per round, `runs` rounds, medians: on a machine other jobs load, a burst of load then
+    falls on every command alike rather than on whichever ran during it."""
+    samples: dict[str, list[Measurement]] = {label: [] for label in commands}
+    for _ in range(runs):
+        for label, (command, cwd) in commands.items():
+            samples[label].append(measure(label, command, runs=1, cwd=cwd, env={"PYTHONHASHSEED": "0"}))
+    return {label: Measurement(label, statistics.median(m.wall_s for m in found),
+                               statistics.median(m.rss_mb for m in found), all(m.ok for m in found),
+                               next((m.note for m in found if not m.ok), ""),
+                               cpu_s=statistics.median(m.cpu_s for m in found))
+            for label, found in samples.items()}
+
+
+def main_fixed_costs(args: argparse.Namespace) -> None:
+    roots = {"after": ROOT, **({"before": Path(args.before).resolve()} if args.before else {})}
+    for root in roots.values():
+        subprocess.run([PYTHON, "-m", "compileall", "-q", str(root / "compiler")], check=True, capture_output=True)
+    jsonref_python = peer_venv("jsonref", ["jsonref==1.1.0"])
+    fastmcp_python = None if args.no_peers else peer_venv("fastmcp", ["fastmcp==4.1.2", "httpx"])
+    print(f"{'case':55} " + " ".join(f"{label + ' s':>16}" for label in roots)
+          + f" {'floor s':>8} {'ratio':>12} {'FastMCP s':>10}")
+    for case, (spec, extra) in FIXED_COST_CASES.items():
+        path = INPUTS[spec] if spec else None
+        command = ["compile", str(path), *extra] if path else extra
+        with tempfile.TemporaryDirectory() as scratch:
+            commands = {label: (_toolc_command(command, Path(scratch) / label), root) for label, root in roots.items()}
+            if path:
+                commands["floor"] = ([str(jsonref_python), str(ROOT / "bench/peer_run.py"), "json", str(path)], ROOT)
+            measured = interleaved(commands, args.runs)
+        floor = measured.pop("floor", None)
+        ours = measured
+        peer = measure("fastmcp", [str(fastmcp_python), "-c", FASTMCP_RUN, str(path)], runs=args.peer_runs) \
+            if path and fastmcp_python and "none" not in extra else None
+        cells = " ".join(f"{m.wall_s:7.2f} ({m.cpu_s:5.2f})" if m.ok else f"{'FAILED':>16}" for m in ours.values())
+        ratio = " / ".join(f"{m.wall_s / floor.wall_s:.1f}x" for m in ours.values()) if floor else ""
+        print(f"{case:55} {cells} {floor.wall_s if floor else float('nan'):8.2f} {ratio:>12} "
+              f"{(f'{peer.wall_s:10.2f}' if peer.ok else 'FAILED') if peer else '':>10}")
+        sys.stdout.flush()
+    print("(toolc: median wall s of fresh processes, run in turn, median CPU s in brackets; ratio: wall / floor, in column order)")
 
 
 def main() -> None:
@@ -26,7 +197,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="none", help="toolc --target value; 'none' = catalog only")
+    parser.add_argument("--stages", action="store_true", help="time each stage of one compile instead")
+    parser.add_argument("--jobs", help="TOOLC_JOBS for --stages (default: unset, every core)")
+    parser.add_argument("--spec", action="append", default=[], help="a document for --stages (default: both)")
+    parser.add_argument("--fixed-costs", action="store_true", help="the table of issue 27 instead")
+    parser.add_argument("--before", help="with --fixed-costs: a checkout of an earlier toolc to run beside this one")
+    parser.add_argument("--peer-runs", type=int, default=1)
+    parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
+    if args.fixed_costs:
+        main_fixed_costs(args)
+        return
+    if args.stages:
+        main_stages(args)
+        return
     jsonref_python = peer_venv("jsonref", ["jsonref==1.1.0"])
     toolc = [PYTHON, "-m", "compiler", "compile"]
     for name, path in INPUTS.items():

@@ -42,9 +42,12 @@ class Measurement:
     """The last run's standard output, for callers that parse what the command prints."""
     returncode: int = 0
     """The last failing run's exit status (0 when every run succeeded)."""
+    cpu_s: float = 0.0
+    """Median CPU seconds (user + system, the process and the children it waited for): steadier than wall time
+    on a machine other jobs load."""
 
 
-def _time_v(command: list[str], env: dict[str, str] | None, cwd: Path) -> tuple[float, float, int, str, str]:
+def _time_v(command: list[str], env: dict[str, str] | None, cwd: Path) -> tuple[float, float, int, str, str, float]:
     with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
         proc = subprocess.run(
             ["/usr/bin/time", "-v", "-o", timing.name, *command],
@@ -53,29 +56,33 @@ def _time_v(command: list[str], env: dict[str, str] | None, cwd: Path) -> tuple[
         report = timing.read()
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", report)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
+    cpu = sum(float(found.group(1)) for found in re.finditer(r"(?:User|System) time \(seconds\): ([\d.]+)", report))
     if not wall or not rss:
-        return 0.0, 0.0, proc.returncode or 1, proc.stderr[-500:], proc.stdout
+        return 0.0, 0.0, proc.returncode or 1, proc.stderr[-500:], proc.stdout, cpu
     hours = float(wall.group(1) or 0)
     seconds = hours * 3600 + float(wall.group(2)) * 60 + float(wall.group(3))
-    return seconds, int(rss.group(1)) / 1024, proc.returncode, proc.stderr[-500:], proc.stdout
+    return seconds, int(rss.group(1)) / 1024, proc.returncode, proc.stderr[-500:], proc.stdout, cpu
 
 
 def measure(name: str, command: list[str], *, runs: int = 3, env: dict[str, str] | None = None,
             cwd: Path = ROOT) -> Measurement:
     walls: list[float] = []
     rsss: list[float] = []
+    cpus: list[float] = []
     note = stdout = ""
     ok = True
     returncode = 0
     for _ in range(runs):
-        wall, rss, code, stderr, stdout = _time_v(command, env, cwd)
+        wall, rss, code, stderr, stdout, cpu = _time_v(command, env, cwd)
         walls.append(wall)
         rsss.append(rss)
+        cpus.append(cpu)
         if code != 0:
             ok = False
             returncode = code
             note = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {code}"
-    return Measurement(name, statistics.median(walls), statistics.median(rsss), ok, note, stdout, returncode)
+    return Measurement(name, statistics.median(walls), statistics.median(rsss), ok, note, stdout, returncode,
+                       statistics.median(cpus))
 
 
 def print_table(rows: list[Measurement], baseline: str | None = None) -> None:

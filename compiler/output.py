@@ -33,6 +33,14 @@ class FileSet(MutableMapping[str, bytes]):
             self._spool = tempfile.TemporaryDirectory(prefix="toolc-spool-")
         return Path(self._spool.name)
 
+    def release_spool(self) -> None:
+        """Remove the spool folder and forget its files: called once they are written out, or not wanted
+        (`toolc compile` ends its process without the interpreter's teardown, which would otherwise remove it)."""
+        self._spooled.clear()
+        if self._spool is not None:
+            self._spool.cleanup()
+            self._spool = None
+
     def adopt(self, path: str, spooled: Path) -> None:
         """Take `spooled` (a file in `spool_dir()`) as the content of `path`."""
         self._discard(path)

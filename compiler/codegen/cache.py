@@ -24,8 +24,6 @@ from typing import Any
 import orjson
 
 from compiler.build import Build, CodegenRecord
-from compiler.codegen.env import templates_dir
-from compiler.codegen.router import static_files
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.serialize import canonical_json, catalog_to_json, compact_json
 
@@ -43,6 +41,8 @@ def _sha256(data: bytes) -> str:
 @cache
 def generator_identity() -> str:
     """The generator's own code and templates: a change to either must regenerate, version bump or not."""
+    from compiler.codegen.env import templates_dir  # see `static_files`
+
     digest = hashlib.sha256()
     code = Path(__file__).resolve().parent
     templates = templates_dir()
@@ -54,6 +54,15 @@ def generator_identity() -> str:
     for library in _LIBRARIES:
         digest.update(f"{library}=={metadata.version(library)}\0".encode())
     return digest.hexdigest()
+
+
+def static_files() -> dict[str, Path]:
+    """The router's verbatim files (`codegen.router.static_files`). Imported on first call, as `emit.py` imports the
+    generators: jinja2 and the router's modules are loaded by compiles that generate code, not by the pipeline
+    (`--no-codegen`, `codegen: false`, catalog only)."""
+    from compiler.codegen.router import static_files as router_static_files
+
+    return router_static_files()
 
 
 def fingerprint(build: Build) -> str:

@@ -90,6 +90,8 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
     finally:
         if report_path is not None:
             write_report(report_path, build)
+        if build is not None:
+            build.files.release_spool()  # now, not at interpreter exit: the process ends without one (`cli.py`)
 
 
 def what_to_send(build: Build) -> str:

@@ -148,17 +148,18 @@ def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 
 def _lower_all(build: Build) -> list[_Emitted]:
-    build.files.spool_dir()  # made before forking: every child writes into the same folder
-    tokens.preload()  # loaded once before forking: every child counts tokens with the parent's vocabulary
     groups = _groups(build.targets)
     workers = min(len(groups), cores())
-    if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():
+    if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():  # no target: nothing loads
         found: list[_Emitted] = []
         for group in groups:
             for item in _lower_group(build, group):
                 build.progress.step(f"lowered {item.target}")
                 found.append(item)
         return found
+
+    build.files.spool_dir()  # made before forking: every child writes into the same folder
+    tokens.preload()  # loaded once before forking: every child counts tokens with the parent's tokenizer
 
     def lowered(_index: int, items: list[_Emitted]) -> None:
         for item in items:

@@ -13,9 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from compiler.ir import JsonObject
 from compiler.providers import codes
 from compiler.providers.base import Lowering
@@ -32,7 +29,7 @@ def _compose(schema: Any, depth: int = 0) -> Any:
         return _MISSING
     examples = schema.get("examples")
     if isinstance(examples, list) and examples:
-        own = Draft202012Validator({key: value for key, value in schema.items() if key != "examples"})
+        own = {key: value for key, value in schema.items() if key != "examples"}
         return next((example for example in examples if _valid(own, example)), _MISSING)
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
@@ -48,9 +45,14 @@ def _compose(schema: Any, depth: int = 0) -> Any:
     return out
 
 
-def _valid(validator: Draft202012Validator, value: Any) -> bool:
+def _valid(schema: Mapping[str, Any], value: Any) -> bool:
+    # jsonschema is imported where an example is checked (here and in `input_examples`): a compile whose
+    # schemas have no examples, and every command that loads the providers without lowering, skip its 0.05 s.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
-        return bool(validator.is_valid(value))
+        return bool(Draft202012Validator(schema).is_valid(value))
     except (SchemaError, ValueError, TypeError):  # a schema jsonschema cannot evaluate: no example from it
         return False
 
@@ -75,6 +77,9 @@ def input_examples(schema: JsonObject, ctx: Lowering) -> list[JsonObject]:
     found = candidates(schema)
     if not found:
         return []
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         validator = Draft202012Validator(schema)
         validator.check_schema(schema)

@@ -12,7 +12,12 @@ own emitted JSON (a modern BPE vocabulary of similar size; treat it as ±20 %). 
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from compiler.serialize import canonical_json
@@ -22,15 +27,53 @@ COUNTED = f"counted: {ENCODING} (bpe-openai) over the exact emitted JSON"
 ESTIMATED = f"estimated: {ENCODING} count of the exact emitted JSON (no offline tokenizer is published; ±20 %)"
 
 
+_BINDINGS = "bpe_openai._bindings"
+"""bpe-openai's Rust tokenizer (typed in the wheel's `_bindings.pyi`): it holds its vocabularies itself."""
+
+
 @cache
 def _encoding() -> Any:
-    import bpe_openai  # imported on first use: only commands that count tokens pay for loading the vocabulary
+    """The o200k_base tokenizer. Only commands that count tokens pay for it, and only its Rust backend is loaded:
+    importing the `bpe_openai` package decodes three vocabularies in Python (0.5 s of CPU, the largest fixed cost
+    of a compile) for its tiktoken-compatible wrapper, which toolc does not use."""
+    return _bindings().tokenizer_for_encoding(ENCODING)
 
-    return bpe_openai.get_encoding(ENCODING)
+
+def _bindings() -> Any:
+    loaded = sys.modules.get(_BINDINGS)
+    if loaded is not None:
+        return loaded
+    path = _bindings_file()
+    spec = importlib.util.spec_from_file_location(_BINDINGS, path) if path is not None else None
+    if spec is None or spec.loader is None:
+        return importlib.import_module(_BINDINGS)  # laid out differently: the ordinary (slower) import
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_BINDINGS] = module  # a later `import bpe_openai` (the tests) finds it: initialised once
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bindings_file() -> Path | None:
+    package = importlib.util.find_spec("bpe_openai")  # finds the package without running its __init__
+    folders = package.submodule_search_locations or [] if package is not None else []
+    candidates = (Path(folder) / f"_bindings{suffix}" for folder in folders
+                  for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def _encode(text: str) -> int:
+    """Tokens of `text`, as bpe-openai's `encode_ordinary` counts them (text that is not valid Unicode, a lone
+    surrogate, is counted with the replacement character, as it does)."""
+    if not text:
+        return 0
+    try:
+        return len(_encoding().encode(text))
+    except UnicodeEncodeError:
+        return len(_encoding().encode(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
 
 
 def preload() -> None:
-    """Load the vocabulary now (before forking workers, which then share it)."""
+    """Load the tokenizer now (before forking workers, which then share it)."""
     _encoding()
 
 
@@ -57,25 +100,24 @@ def _cut(text: str, start: int) -> int:
 def count_text(text: str) -> int:
     """Tokens of `text` in o200k_base (special-token text counts as ordinary text), exactly as one encode call of
     the whole text would give."""
-    encoding = _encoding()
     total = start = 0
     while start < len(text):
         end = _cut(text, start) if len(text) - start > CHUNK else len(text)
-        total += len(encoding.encode_ordinary(text[start:end]))
+        total += _encode(text[start:end])
         start = end
     return total
 
 
 def _encode_line(line: bytes) -> int:
     piece = line.decode("utf-8") + "\n"
-    return len(_encoding().encode_ordinary(piece)) if len(piece) < CHUNK else count_text(piece)
+    return _encode(piece) if len(piece) < CHUNK else count_text(piece)
 
 
 class _Spaces(dict[int, int]):
     """n → tokens of a run of n spaces on its own."""
 
     def __missing__(self, count: int) -> int:
-        found = self[count] = len(_encoding().encode_ordinary(" " * count)) if count else 0
+        found = self[count] = _encode(" " * count)
         return found
 
 
