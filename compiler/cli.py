@@ -36,7 +36,8 @@ SUMMARIES = {
             "given as PATHs, with risk and side effects (and, with --tokens, what each costs per target; with "
             "--search, only the best matches of a query).",
     "record": "Ask MCP servers for their tools and write one recording per server (no secrets, no timestamps).",
-    "serve": "Serve the project's compiled tools through its policy-checked router (run `toolc compile` first).",
+    "serve": "Serve the project's compiled tools through its policy-checked router (run `toolc compile` first), or "
+             "the output folder of an ad-hoc compile with --out.",
 }
 """Each command's summary (the first paragraph of its help) for `toolc --help`, which would otherwise import every
 command to read it (`list`'s search loads numpy: 0.15 s). A test compares them with the commands' own help."""
