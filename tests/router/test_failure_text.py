@@ -134,6 +134,22 @@ async def test_an_admin_token_denial_names_the_variable_and_why_the_tool_needs_i
     _said_everywhere(rt, result, "equal to $PROBE_ADMIN_TOKEN")
 
 
+async def test_an_unknown_name_suggests_the_tool_it_differs_from_only_in_case_and_separators(rt: Any) -> None:
+    router = _router(rt)
+    result = await router.call_tool("get_pet", {"id": 7}, context=_context(rt))
+    assert result.error == "denied by disabled: unknown tool 'get_pet'; did you mean 'getPet'?"
+    nothing = await router.call_tool("fetch_the_moon", {}, context=_context(rt))
+    assert nothing.error == "denied by disabled: unknown tool 'fetch_the_moon'"
+    # A tool the lists refuse is never suggested: the suggestion must not reveal it.
+    spec = importlib.import_module("toolc_router._types").PolicySpec
+    denying = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={}, policy=spec(deny_tools=("getPet",)))
+    hidden = await denying.call_tool("GET-PET", {"id": 7}, context=_context(rt))
+    assert hidden.error == "denied by disabled: unknown tool 'GET-PET'"
+    denying.policy.disable("openapi:params:listPets")  # a run-time switch counts too
+    off = await denying.call_tool("list_pets", {}, context=_context(rt))
+    assert off.error == "denied by disabled: unknown tool 'list_pets'"
+
+
 async def test_a_runtime_disable_says_how_to_enable(rt: Any) -> None:
     router = _router(rt)
     router.policy.disable("mcp:probe:echo")

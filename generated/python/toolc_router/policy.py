@@ -65,6 +65,10 @@ class Gate:
     check: GateCheck
 
 
+def _plain(name: str) -> str:
+    return "".join(character for character in _fold(name) if character.isalnum())
+
+
 def _matches(patterns: Iterable[str], tool: ToolSpec, *, loose: bool = False) -> bool:
     """Whether a pattern matches a name of `tool`; `loose` (deny and admin lists: the safe side) also compares
     case-folded NFKC forms, since the server picks its tools' names: `*delete*` covers `bulkDelete`, `DELETE_ALL`
@@ -102,6 +106,8 @@ class PolicyEngine:
         self._disabled: set[str] = set()
         self._enabled_cache: dict[str, bool] = {}
         self._admin_cache: dict[str, bool] = {}
+        self._tools: Mapping[str, ToolSpec] = {}
+        self._by_plain: dict[str, str] | None = None
         self._gates: list[Gate] = [
             Gate("disabled", self._gate_disabled),
             Gate("mode", self._gate_mode),
@@ -123,9 +129,11 @@ class PolicyEngine:
 
     def disable(self, tool_id: str) -> None:
         self._disabled.add(tool_id)
+        self._by_plain = None
 
     def enable(self, tool_id: str) -> None:
         self._disabled.discard(tool_id)
+        self._by_plain = None
 
     def requires_admin(self, tool: ToolSpec) -> bool:
         required = self._admin_cache.get(tool.id)
@@ -137,6 +145,28 @@ class PolicyEngine:
             self._admin_cache[tool.id] = required
         return required
 
+    def set_catalog(self, tools: Mapping[str, ToolSpec]) -> None:
+        """The tools an unknown name is compared with, for a suggestion (`check`)."""
+        self._tools = tools
+        self._by_plain = None
+
+    def is_listed(self, tool: ToolSpec) -> bool:
+        """Whether the project's allow and deny lists and the run-time switch let `tool` be called."""
+        return tool.id not in self._disabled and self._listed_reason(tool) is None
+
+    def _suggestion(self, name: str) -> str:
+        """`; did you mean 'x'?` for a name that differs from a callable tool's id or name only in case and
+        separators (`get_users` for `get-users`): one dictionary lookup, so a flood of made-up names costs
+        nothing, and never a tool the lists refuse (a suggestion must not reveal one)."""
+        if self._by_plain is None:
+            self._by_plain = {}
+            for tool in self._tools.values():
+                if self.is_listed(tool):
+                    for known in (tool.name, tool.id):
+                        self._by_plain.setdefault(_plain(known), known)
+        near = self._by_plain.get(_plain(name[:300]))
+        return f"; did you mean {near!r}?" if near is not None and near != name else ""
+
     async def check(
         self, tool: ToolSpec | None, tool_id: str, context: InvocationContext
     ) -> PolicyDecision:
@@ -144,7 +174,9 @@ class PolicyEngine:
             shown = (
                 tool_id if len(tool_id) <= 200 else tool_id[:200] + "…"
             )  # a made-up name can't flood the audit
-            return _deny("disabled", f"unknown tool {shown!r}")
+            return _deny(
+                "disabled", f"unknown tool {shown!r}{self._suggestion(tool_id)}"
+            )
         for gate in self._gates:
             try:
                 outcome = gate.check(tool, context)

@@ -108,6 +108,7 @@ class Router:
             },
             self._environ,
         )
+        self.policy.set_catalog(TOOLS)
         self._limit = policy.max_concurrency
         if audit_sink is None:
             audit_sink = configured_sink(
