@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import inspect
 import logging
 import os
@@ -175,32 +176,25 @@ class Router:
             self._environ,
             (context.admin_token, *getattr(self.audit, "secrets", ())),
         )
+        run = functools.partial(
+            self._checked_call,
+            tool_id,
+            tool,
+            arguments,
+            context,
+            malformed,
+            denied,
+            invocation_id,
+            secrets,
+        )
         tracer = telemetry.tracer()
         if tracer is None:  # no OpenTelemetry SDK configured: no span, no cost
-            return await self._checked_call(
-                tool_id,
-                tool,
-                arguments,
-                context,
-                malformed,
-                denied,
-                invocation_id,
-                secrets,
-            )
+            return await run()
         span = telemetry.start(tracer, tool_id, tool, invocation_id, call_id, secrets)
         with trace.use_span(
             span, end_on_exit=False
         ):  # spans of the MCP / HTTP clients nest under this one
-            result = await self._checked_call(
-                tool_id,
-                tool,
-                arguments,
-                context,
-                malformed,
-                denied,
-                invocation_id,
-                secrets,
-            )
+            result = await run()
         telemetry.finish(span, result, arguments, self.trace_content, secrets)
         return result
 
