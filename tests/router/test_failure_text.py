@@ -10,7 +10,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
@@ -185,6 +185,54 @@ async def test_a_401_names_status_method_path_and_host(rt: Any) -> None:
         router = _router(rt, PARAMS_API_URL=url, TOOLC_PARAMS_BEARER="")
         unset = await router.call_tool("openapi:params:getPet", {"id": 7}, context=_context(rt))
     assert unset.error == "no credential set for this operation: set TOOLC_PARAMS_BEARER; refused"
+
+
+class Throttled(QuietHandler):
+    """Answers each request with the next of `replies` (status, Retry-After or None), then 200; counts them."""
+
+    replies: ClassVar[list[tuple[int, str | None]]] = []
+    seen: ClassVar[list[str]] = []
+
+    def _answer(self) -> None:
+        type(self).seen.append(self.command)
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, after = type(self).replies.pop(0) if type(self).replies else (200, None)
+        payload = json.dumps({"id": 7, "name": "Rex"} if status == 200 else {"message": "slow down"}).encode()
+        self.send_response(status)
+        if after is not None:
+            self.send_header("Retry-After", after)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = _answer
+
+
+async def _throttled(rt: Any, tool: str, arguments: dict[str, Any],
+                     replies: list[tuple[int, str | None]]) -> tuple[Any, list[str]]:
+    Throttled.replies, Throttled.seen = list(replies), []
+    with loopback_http(Throttled) as url:
+        result = await _router(rt, PARAMS_API_URL=url).call_tool(tool, arguments, context=_context(rt))
+    return result, Throttled.seen
+
+
+async def test_a_429_or_503_with_retry_after_is_retried_only_where_that_is_safe(rt: Any) -> None:
+    """An idempotent call (GET) is sent again as Retry-After asks (seconds or an HTTP-date), at most twice and
+    only for a short wait; a POST never is (it may have taken effect): its answer is the result, saying so."""
+    ok, seen = await _throttled(rt, "openapi:params:getPet", {"id": 7}, [(429, "0"), (503, "Wed, 21 Oct 2015 07:28:00 GMT")])
+    assert not ok.is_error and ok.structured == {"id": 7, "name": "Rex"} and seen == ["GET", "GET", "GET"]
+    gave_up, seen = await _throttled(rt, "openapi:params:getPet", {"id": 7}, [(429, "0")] * 3)
+    assert seen == ["GET"] * 3
+    assert gave_up.error is not None and gave_up.error.startswith("HTTP 429 Too Many Requests from GET /pets/{id}")
+    assert gave_up.error.endswith("; retried 2 times as Retry-After asked")
+    too_long, seen = await _throttled(rt, "openapi:params:getPet", {"id": 7}, [(429, "3600")])
+    assert seen == ["GET"] and too_long.is_error  # an hour is not waited for within a call
+    no_header, seen = await _throttled(rt, "openapi:params:getPet", {"id": 7}, [(503, None)])
+    assert seen == ["GET"] and no_header.is_error
+    post, seen = await _throttled(rt, "openapi:params:createPet", {"name": "Rex"}, [(429, "0")])
+    assert seen == ["POST"] and (post.error or "").startswith("HTTP 429 Too Many Requests from POST /pets"), post.error
 
 
 async def test_a_host_that_does_not_resolve_is_named(rt: Any) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
@@ -93,18 +95,27 @@ class HttpDispatcher:
             async with semaphore:
                 # httpx2's timeout bounds each read; the deadline bounds the exchange (a body trickled one byte
                 # at a time would otherwise hold the call, and a slot of the source, as long as the server likes).
-                async with asyncio.timeout(api.timeout_ms / 1000):
-                    outgoing = self._client.build_request(
-                        request.method,
-                        request.url,
-                        headers=headers,
-                        content=request.content,
-                        files=request.files,
-                        timeout=api.timeout_ms / 1000,
-                    )
-                    response = await read_capped(
-                        await self._client.send(outgoing, stream=True)
-                    )
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + api.timeout_ms / 1000
+                async with asyncio.timeout_at(deadline):
+                    retries = 0
+                    while True:
+                        outgoing = self._client.build_request(
+                            request.method,
+                            request.url,
+                            headers=headers,
+                            content=request.content,
+                            files=request.files,
+                            timeout=api.timeout_ms / 1000,
+                        )
+                        response = await read_capped(
+                            await self._client.send(outgoing, stream=True)
+                        )
+                        wait = retry_delay(response, request, retries)
+                        if wait is None or loop.time() + wait >= deadline:
+                            break
+                        retries += 1
+                        await asyncio.sleep(wait)
         except (TimeoutError, httpx2.TimeoutException) as exc:
             raise RouterError(
                 f"no answer within {api.timeout_ms / 1000:g} s ({_reason(exc)}) "
@@ -113,8 +124,13 @@ class HttpDispatcher:
         except httpx2.TransportError as exc:
             raise RouterError(f"cannot connect for {where}: {_reason(exc)}") from exc
         result = response_result(response, where)
-        if response.status_code in (401, 403) and result.error is not None:
-            result.error += _credentials_note(tool, api, self._environ)
+        note = ""
+        if response.status_code in (401, 403):
+            note = _credentials_note(tool, api, self._environ)
+        elif retries:
+            note = f"; retried {retries} time{'s' if retries > 1 else ''} as Retry-After asked"
+        if note and result.error is not None:
+            result.error += note
             result.content[0] = {"type": "text", "text": result.error}
         return result
 
@@ -122,6 +138,44 @@ class HttpDispatcher:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+MAX_RETRIES = 2
+MAX_RETRY_AFTER = 5.0
+"""A 429 or 503 with `Retry-After` on an idempotent request is sent again, at most `MAX_RETRIES` times, waiting as
+the server asks when that is at most `MAX_RETRY_AFTER` seconds and within the API's timeout; otherwise the answer
+is the result. A POST or PATCH is never sent twice (it may have taken effect), nor a request with files."""
+
+
+def retry_delay(
+    response: httpx2.Response, request: HttpRequest, retries: int
+) -> float | None:
+    """Seconds to wait before sending `request` again, or None when it is not to be sent again."""
+    if (
+        response.status_code not in (429, 503)
+        or request.method not in IDEMPOTENT
+        or request.files
+        or retries >= MAX_RETRIES
+    ):
+        return None
+    wait = _retry_after(response.headers.get("retry-after", ""))
+    return wait if wait is not None and wait <= MAX_RETRY_AFTER else None
+
+
+def _retry_after(value: str) -> float | None:
+    """`Retry-After` as seconds from now: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); None when absent or not
+    one of those."""
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 async def read_capped(response: httpx2.Response) -> httpx2.Response:
