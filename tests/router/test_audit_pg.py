@@ -316,11 +316,13 @@ async def test_a_refused_login_refuses_calls_at_once_and_a_corrected_one_is_used
     sink = rt.PostgresAuditSink(pg.dsn("${AUDIT_PASSWORD}"), environ=environ, expand_env=True, retry_for=10.0)
     router = rt.Router(audit_sink=sink)
     router.set_server_factory("probe", probe_server)
-    started = time.monotonic()
     refused = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
-    waited = time.monotonic() - started
     assert refused.denied_by == "audit" and "password authentication failed" in refused.error
-    assert waited < 3.0, f"a refused login was retried like an outage for {waited:.1f} s (retry_for is 10 s)"
+    # Refused as a login, not waited out as an outage ("audit database unavailable" after retry_for, 10 s here):
+    # no reconnect attempt was backed off. The time it takes is bench/bench_hostile.py's to report.
+    assert "audit database refused the login" in refused.error
+    assert "audit database unavailable" not in refused.error
+    assert sink._attempts == 0
     environ["AUDIT_PASSWORD"] = PASSWORD  # the operator fixes the secret: the next call logs in
     accepted = await router.call_tool("mcp:probe:echo", {"text": "y"}, context=context(rt))
     sink.close()

@@ -9,7 +9,6 @@ import json
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,11 +258,11 @@ def test_every_stage_of_a_connection_has_a_deadline(project: Path, api: str) -> 
             partial.sendall(b"POST /tools/addNote/call HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             trickle.sendall(b"POST /tools/addNote/call HTTP/1.1\r\n" + head + b"Content-Length: 100\r\n\r\n{")
             mcp_trickle.sendall(b"POST /mcp HTTP/1.1\r\n" + head + b"Content-Length: 100\r\n\r\n{")
-            started_at = time.monotonic()
+            # Each socket is closed by the server's 1 s deadlines (without them it would stay open: the wait
+            # below gives up after 5 s and the assertion fails). How soon is bench/bench_hostile.py's to report.
             assert closed_by_server(silent, 5) == b""
             for sock in (partial, trickle, mcp_trickle):
                 assert (closed_by_server(sock, 5) or b"").startswith(b"HTTP/1.1 408 ")
-            assert time.monotonic() - started_at < 5
             for sock in (silent, partial, trickle, mcp_trickle):
                 sock.close()
             with httpx2.Client(base_url=url, timeout=30) as http:
