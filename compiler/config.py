@@ -7,7 +7,6 @@ here and expanded only where a value is used (so secrets never reach recordings 
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 import types
@@ -23,6 +22,7 @@ from compiler.loading import load_document
 from compiler.providers.registry import ALIASES, TARGETS
 from compiler.server_shapes import ShapeError, normalize_server_shapes
 from compiler.sources.detect import detect_kind
+from compiler.suggest import did_you_mean, nearest
 
 INVALID_CONFIG = "TC110"
 DUPLICATE_SOURCE = "TC106"
@@ -241,9 +241,7 @@ class Config(_Strict):
         known = [*TARGETS, *(alias for alias in ALIASES if alias != "all")]
         for key, tokens in value.items():
             if key not in known:
-                near = difflib.get_close_matches(key, known, n=1)
-                raise ValueError(f"budgets: unknown target {key!r}" + (f"; did you mean {near[0]!r}?" if near else
-                                                                       f"; choose from {', '.join(known)}"))
+                raise ValueError(f"budgets: {_unknown_name('target', key, known)}")
             if tokens <= 0:
                 raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
         return value
@@ -262,8 +260,7 @@ class Config(_Strict):
 
 
 def _unknown_name(kind: str, name: str, known: list[str]) -> str:
-    near = difflib.get_close_matches(name, known, n=1)
-    return f"unknown {kind} {name!r}" + (f"; did you mean {near[0]!r}?" if near else f"; choose from {', '.join(known)}")
+    return f"unknown {kind} {name!r}" + (did_you_mean(name, known) or f"; choose from {', '.join(known)}")
 
 
 def _invalid(message: str, source: str) -> CompilerError:
@@ -309,11 +306,11 @@ def _explain_all(errors: list[ErrorDetails]) -> list[tuple[str, str]]:
         if error["type"] != "extra_forbidden" or not loc:
             continue
         valid = _keys_at(loc[:-1])
-        near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
-        if near:
-            required = (*loc[:-1], near[0]) in missing
-            covered.add((*loc[:-1], near[0]))
-            hint = f"; did you mean {near[0]!r}?" + (f" ({near[0]!r} is required)" if required else "")
+        near = nearest(str(loc[-1]), valid)
+        if near is not None:
+            required = (*loc[:-1], near) in missing
+            covered.add((*loc[:-1], near))
+            hint = f"; did you mean {near!r}?" + (f" ({near!r} is required)" if required else "")
         else:
             hint = f"; valid keys: {', '.join(valid)}"
         explained.append((f"unknown key {str(loc[-1])!r}{hint}", _pointer(loc)))

@@ -10,7 +10,6 @@ marks `trusted: true` do they also lower it (a trusted `readOnlyHint: true` tool
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import re
 import unicodedata
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from compiler.ir import Annotations, HttpBinding, RiskLevel, Tool
+from compiler.suggest import did_you_mean
 
 # Seed 000, MCPAdapter: keyword → level, checked from the most severe down.
 RISK_KEYWORDS: tuple[tuple[RiskLevel, tuple[str, ...]], ...] = (
@@ -207,17 +207,13 @@ def unmatched_source_names(names: Iterable[str], allow: Iterable[str], deny: Ite
         for pattern in patterns:
             if not any(fnmatch.fnmatchcase(name, pattern) for name in names) and not (
                     key == "deny_tools" and any(fnmatch.fnmatchcase(name, _fold(pattern)) for name in folded)):
-                problems.append(f"{key}: {pattern!r} matches none of its {len(names)} tools{_nearest(pattern, names)}")
+                problems.append(f"{key}: {pattern!r} matches none of its {len(names)} tools"
+                                f"{did_you_mean(pattern, names)}")
     for name in fixed:
         if name != "*" and name not in names:
             problems.append(f"fixed_params: no tool is named {name!r}, so its presets apply to nothing"
-                            f"{_nearest(name, names)}")
+                            f"{did_you_mean(name, names)}")
     return problems
-
-
-def _nearest(wanted: str, names: list[str]) -> str:
-    near = difflib.get_close_matches(wanted, names, n=1, cutoff=0.6)
-    return f"; did you mean {near[0]!r}?" if near else ""
 
 
 def unmatched_policy_patterns(tools: Iterable[Tool], lists: Mapping[str, Iterable[str]]) -> list[tuple[str, int, str]]:

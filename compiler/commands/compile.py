@@ -21,7 +21,7 @@ from compiler.config import ALL_TARGETS
 from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.emit import report
 from compiler.providers.fit import budgets
-from compiler.providers.guide import FORM_LABELS, chosen_form
+from compiler.providers.guide import FORM_NAMES, chosen_form
 from compiler.providers.registry import ALIASES
 from compiler.serialize import canonical_json
 
@@ -99,7 +99,7 @@ def what_to_send(build: Build) -> str:
     limits = budgets(build)
     chosen = {target: chosen_form(output.summary["forms"], limits.get(target))
               for target, output in sorted(build.providers.items()) if "forms" in output.summary}
-    return "; ".join(f"{target} {FORM_LABELS[form].split(' (')[0]}" for target, form in chosen.items() if form != "all")
+    return "; ".join(f"{target} {FORM_NAMES[form]}" for target, form in chosen.items() if form != "all")
 
 
 def write_report(path: Path, build: Build | None, diagnostics: Diagnostics | None = None) -> None:

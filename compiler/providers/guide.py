@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-FORM_LABELS = {"all": "every tool", "deferred": "native deferral", "toolsets": "a toolset per task",
-               "discovery": "discovery (search, describe, call by id)"}
+FORM_NAMES = {"all": "every tool", "deferred": "native deferral", "toolsets": "a toolset per task",
+              "discovery": "discovery"}
+FORM_LABELS = {**FORM_NAMES, "discovery": "discovery (search, describe, call by id)"}
 _ORDER = ("all", "deferred", "toolsets", "discovery")
 
 

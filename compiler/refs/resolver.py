@@ -99,7 +99,7 @@ class RefResolver:
         def report(code: str, message: str, source: str, pointer: str) -> None:
             if code in _LOST_FILE_REFS:
                 # The `$ref` became a `refusal`; what that costs is decided per tool by the source's reader
-                # (`walker.lost_ref`): a tool whose input needs it is skipped, one whose output needs it loses its
+                # (`walker.LostRefs`): a tool whose input needs it is skipped, one whose output needs it loses its
                 # output schema. A document is not refused whole for one broken file.
                 self.diagnostics.add(Diagnostic(code, Severity.WARNING, message, source=source, pointer=pointer))
                 return

@@ -188,28 +188,51 @@ _LITERALS = frozenset({"const", "default", "enum", "examples", "example"})
 _DEFS = "#/$defs/"
 
 
-def lost_ref(schema: Any, definitions: Mapping[str, Any]) -> str | None:
-    """The first `$ref` that could not be resolved (a `refusal`) which `schema` reaches, itself or through the
-    `#/$defs/<name>` definitions it uses; None when it reaches none. Iterative, each definition visited once: how a
-    reader decides what a lost file costs one tool (its input: the tool; its output: the output schema)."""
-    pending = [schema]
-    visited: set[str] = set()
+def _own_lost_and_uses(schema: Any) -> tuple[str | None, set[str]]:
+    """The first `refusal` in `schema` itself (not through its `$defs` references), and the definitions it uses."""
+    pending, uses = [schema], set()
+    lost: str | None = None
     while pending:
         node = pending.pop()
         if isinstance(node, list):
             pending.extend(node)
         elif isinstance(node, dict):
-            lost = refused_ref(node)
-            if lost is not None:
-                return lost
+            lost = lost or refused_ref(node)
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith(_DEFS):
-                name = ref[len(_DEFS):].split("/", 1)[0].replace("~1", "/").replace("~0", "~")
-                if name not in visited and name in definitions:
-                    visited.add(name)
-                    pending.append(definitions[name])
+                uses.add(ref[len(_DEFS):].split("/", 1)[0].replace("~1", "/").replace("~0", "~"))
             pending.extend(value for key, value in node.items() if key not in _LITERALS)
-    return None
+    return lost, uses
+
+
+class LostRefs:
+    """Which `$ref` that could not be resolved (a `refusal`) a schema reaches, itself or through the `#/$defs/<name>`
+    definitions it uses: how a reader decides what a lost file costs one tool (its input: the tool; its output:
+    the output schema). The definitions are read once, and a definition's verdict is found once for all the tools
+    that use it (Microsoft Graph's definitions reach one another: walking each tool's closure would be quadratic)."""
+
+    def __init__(self, definitions: Mapping[str, Any]) -> None:
+        own: dict[str, str] = {}
+        used_by: dict[str, set[str]] = {}
+        for name, definition in definitions.items():
+            lost, uses = _own_lost_and_uses(definition)
+            if lost is not None:
+                own[name] = lost
+            for used in uses:
+                used_by.setdefault(used, set()).add(name)
+        # A definition that uses a lost one is lost too: spread each loss back along the references, once.
+        self._lost = dict(own)
+        pending = list(own)
+        while pending:
+            name = pending.pop()
+            for user in sorted(used_by.get(name, ())):
+                if user not in self._lost:
+                    self._lost[user] = self._lost[name]
+                    pending.append(user)
+
+    def of(self, schema: Any) -> str | None:
+        lost, uses = _own_lost_and_uses(schema)
+        return lost or next((self._lost[name] for name in sorted(uses) if name in self._lost), None)
 
 
 def merge(siblings: dict[str, Any], target: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Tool
-from compiler.refs.walker import lost_ref
+from compiler.refs.walker import LostRefs
 
 OUTPUT_SCHEMA_LOST = "TC318"
 """warning: a tool's output schema needs a `$ref` that could not be resolved: the tool is kept without one."""
@@ -24,13 +24,14 @@ OUTPUT_SCHEMA_LOST = "TC318"
 def without_lost_refs(tools: list[Tool], definitions: Mapping[str, Any], diagnostics: Diagnostics, *,
                       location: str, skipped_code: str) -> list[Tool]:
     kept: list[Tool] = []
+    lost_refs = LostRefs(definitions)
     for tool in tools:
-        lost = lost_ref(tool.input_schema, definitions)
+        lost = lost_refs.of(tool.input_schema)
         if lost is not None:
             diagnostics.warning(skipped_code, f"not a tool: its input needs $ref {lost}, which could not be resolved "
                                 "(see the TC20x warning for that $ref)", source=location, tool=tool.id)
             continue
-        lost = lost_ref(tool.output_schema, definitions) if tool.output_schema is not None else None
+        lost = lost_refs.of(tool.output_schema) if tool.output_schema is not None else None
         if lost is not None:
             diagnostics.warning(OUTPUT_SCHEMA_LOST, f"no output schema: it needs $ref {lost}, which could not be "
                                 "resolved (see the TC20x warning for that $ref); the tool is kept, its answers "

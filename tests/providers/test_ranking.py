@@ -112,3 +112,18 @@ def test_toolc_list_search_ranks_through_the_cli(tmp_path: Path) -> None:
                        "3", "--json")
     assert result.exit_code == 0, result.stderr
     assert '"openapi:stripe:PostPaymentMethodsPaymentMethodAttach"' in result.stdout.split("}")[0]
+
+
+def test_a_crafted_query_is_read_only_so_far_and_cannot_grow_the_stem_cache() -> None:
+    """A query is a model's text: a megabyte of distinct made-up words reads as its first MAX_QUERY characters,
+    and the stem cache stays bounded however many distinct words arrive."""
+    from compiler.providers import ranking
+
+    index = SearchIndex([SearchEntry(key="t", name="delete_thing", description="Delete a thing.")])
+    noise = " ".join(f"zq{n}x" for n in range(200_000))
+    assert index.search("delete " + noise, 5) == ["t"]
+    assert index.search(noise + " delete", 5) == [], "the words past the first MAX_QUERY characters are not read"
+    assert ranking._stem.cache_info().maxsize == ranking.STEM_CACHE
+    for n in range(ranking.STEM_CACHE + 10):
+        ranking._stem(f"w{n}")
+    assert ranking._stem.cache_info().currsize <= ranking.STEM_CACHE

@@ -204,3 +204,19 @@ def test_inline_of_bundle_equals_inline(case: tuple[dict[str, Any], dict[str, An
         assert jsonschema.Draft202012Validator(direct).is_valid(instance) is verdict
         assert jsonschema.Draft202012Validator(bundled).is_valid(instance) is verdict
         assert jsonschema.Draft202012Validator(via_bundle).is_valid(instance) is verdict
+
+
+def test_lost_refs_follow_definitions_through_chains_and_cycles() -> None:
+    """A lost `$ref` reaches every schema that uses it, however far along the `$defs` and around cycles, and no
+    schema that does not; each definition is read once."""
+    from compiler.refs.walker import LostRefs, refusal
+
+    lost = refusal({"$ref": "gone.yaml#/X"}, "gone.yaml#/X")
+    definitions = {"A": {"$ref": "#/$defs/B"}, "B": {"properties": {"x": lost}},
+                   "C": {"type": "string", "default": {"description": "toolc: $ref 'no' could not be resolved"}},
+                   "D": {"items": {"$ref": "#/$defs/E"}}, "E": {"anyOf": [{"$ref": "#/$defs/D"}, {"$ref": "#/$defs/A"}]},
+                   "F": {"items": {"$ref": "#/$defs/F"}}}
+    found = LostRefs(definitions)
+    assert found.of({"$ref": "#/$defs/A"}) == found.of({"$ref": "#/$defs/D"}) == "'gone.yaml#/X'"
+    assert found.of({"properties": {"c": {"$ref": "#/$defs/C"}, "f": {"$ref": "#/$defs/F"}}}) is None
+    assert found.of({"type": "object", "properties": {"own": lost}}) == "'gone.yaml#/X'"

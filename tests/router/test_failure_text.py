@@ -231,6 +231,9 @@ async def test_a_429_or_503_with_retry_after_is_retried_only_where_that_is_safe(
     assert seen == ["GET"] and too_long.is_error  # an hour is not waited for within a call
     no_header, seen = await _throttled(rt, "openapi:params:getPet", {"id": 7}, [(503, None)])
     assert seen == ["GET"] and no_header.is_error
+    for crafted in ("soon", "-1", "9" * 400, "0.5", "Wed, 21 Oct 2015 07:28:00", "\u00b2"):  # the API's own text
+        not_a_wait, seen = await _throttled(rt, "openapi:params:getPet", {"id": 7}, [(503, crafted)])
+        assert seen == ["GET"] and (not_a_wait.error or "").startswith("HTTP 503 "), (crafted, not_a_wait.error)
     post, seen = await _throttled(rt, "openapi:params:createPet", {"name": "Rex"}, [(429, "0")])
     assert seen == ["POST"] and (post.error or "").startswith("HTTP 429 Too Many Requests from POST /pets"), post.error
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import bm25s  # type: ignore[import-untyped]
 import snowballstemmer  # type: ignore[import-untyped]
 
 FIELD_WEIGHTS = {"name": 2.0, "summary": 2.0, "body": 1.0}
+MAX_QUERY = 1_000
+STEM_CACHE = 1 << 16
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)])[.:;!?](?:\s|$)")
 # A query's verbs, as APIs name their operations: "open a new issue" also looks for "create".
 _QUERY_VERBS = {
@@ -117,18 +119,18 @@ def words(text: str) -> list[str]:
 
 
 def query_words(query: str) -> list[str]:
-    """`words(query)` and, for each verb a person uses where APIs use another (`_QUERY_VERBS`), that one too."""
+    """`words(query)` and, for each verb a person uses where APIs use another (`_QUERY_VERBS`), that one too. A
+    query is a model's text: only its first `MAX_QUERY` characters are read."""
+    query = query[:MAX_QUERY]
     plain = [word.lower() for word in _WORD.findall(query)]
     extra = [_QUERY_VERBS[word] for word in plain if word in _QUERY_VERBS]
     return _unique(words(query) + words(" ".join(extra)))
 
 
-@cache
-def _stem(
-    word: str,
-) -> (
-    str
-):  # Snowball is pure Python: an API's descriptions repeat few thousand distinct words
+# Snowball is pure Python, and an API's descriptions repeat a few thousand distinct words; bounded, because the
+# queries are a model's text and a server runs for weeks.
+@lru_cache(maxsize=STEM_CACHE)
+def _stem(word: str) -> str:
     stem: str = _stemmer().stemWord(word)
     return stem
 

@@ -167,7 +167,7 @@ def _retry_after(value: str) -> float | None:
     """`Retry-After` as seconds from now: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); None when absent or not
     one of those."""
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # `"²".isdigit()` is true too
         return float(value)
     try:
         when = parsedate_to_datetime(value)
@@ -193,11 +193,12 @@ async def read_capped(response: httpx2.Response) -> httpx2.Response:
             chunks.append(chunk)
     finally:
         await response.aclose()
+    # As received (bytes): a server's header need not be ASCII, and re-encoding its decoded text would raise.
     plain = [
         (key, value)
-        for key, value in response.headers.multi_items()
+        for key, value in response.headers.raw
         if key.lower()
-        not in ("content-encoding", "content-length", "transfer-encoding")
+        not in (b"content-encoding", b"content-length", b"transfer-encoding")
     ]
     return httpx2.Response(
         response.status_code,
