@@ -17,11 +17,13 @@ from typing import Any, Final, TypeVar
 
 from ._types import (
     AuthScheme,
+    BudgetSpec,
     HttpApiSpec,
     HttpArg,
     HttpSpec,
     NameEntry,
     PolicySpec,
+    RateLimitSpec,
     ServerSpec,
     ToolSpec,
 )
@@ -127,6 +129,12 @@ TARGETS: Final[tuple[str, ...]] = (
 
 AUDIT_DSN: Final[str | None] = None
 """`audit.dsn` from the project file, `${ENV}` references unexpanded (TOOLC_AUDIT_DSN overrides it)."""
+
+RATE_LIMITS: Final[tuple[RateLimitSpec, ...]] = ()
+"""`gateway.rate_limits`: token buckets every matching call takes from, in the project file's order."""
+
+RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]] = ()
+"""`gateway.result_budget`: the first rule matching a tool cuts its results for the model."""
 
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(

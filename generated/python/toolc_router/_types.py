@@ -165,3 +165,30 @@ class ToolResult:
             error=message,
             **fields,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitSpec:
+    """One `gateway.rate_limits` rule: a token bucket of `burst` tokens refilled at `rate` tokens a second, taken by
+    every call whose tool (id or name), source and caller match the globs; one bucket per caller unless
+    `per_caller` is false; shared by every router process through PostgreSQL when `fleet`."""
+
+    tools: str = "*"
+    source: str = "*"
+    caller: str = "*"
+    rate: float = 1.0
+    burst: int = 1
+    per_caller: bool = True
+    fleet: bool = False
+    label: str = ""
+    """How the project file said it (`60 per minute`), for refusals."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSpec:
+    """One `gateway.result_budget` rule: results of tools matching `tools` reach the model cut to `limit` bytes
+    (`unit` "bytes") or o200k tokens (`unit` "tokens")."""
+
+    tools: str = "*"
+    limit: int = 65_536
+    unit: str = "bytes"

@@ -69,8 +69,10 @@ class HttpDispatcher:
         tool: ToolSpec,
         arguments: Mapping[str, Any],
         request: HttpRequest | None = None,
+        decisions: list[dict[str, Any]] | None = None,
     ) -> ToolResult:
-        """Send the request (`request`, when the router built it already) and read the answer."""
+        """Send the request (`request`, when the router built it already) and read the answer. Each answer that
+        asked to be retried (429 or 503) adds its retry decision to `decisions` (the audit's `retries`)."""
         assert tool.http is not None  # as in `request_for`
         request = request or self.request_for(tool, arguments)
         api = self._apis[tool.source]
@@ -112,7 +114,13 @@ class HttpDispatcher:
                             await self._client.send(outgoing, stream=True)
                         )
                         wait = retry_delay(response, request, retries)
-                        if wait is None or loop.time() + wait >= deadline:
+                        if wait is not None and loop.time() + wait >= deadline:
+                            wait = None
+                        if decisions is not None and response.status_code in (429, 503):
+                            decisions.append(
+                                retry_decision(response, request, retries, wait)
+                            )
+                        if wait is None:
                             break
                         retries += 1
                         await asyncio.sleep(wait)
@@ -161,6 +169,28 @@ def retry_delay(
         return None
     wait = _retry_after(response.headers.get("retry-after", ""))
     return wait if wait is not None and wait <= MAX_RETRY_AFTER else None
+
+
+def retry_decision(
+    response: httpx2.Response, request: HttpRequest, retries: int, wait: float | None
+) -> dict[str, Any]:
+    """One audited retry decision: the answer, and whether it was sent again (after how long) or why not."""
+    decision: dict[str, Any] = {
+        "status": response.status_code,
+        "method": request.method,
+        "retry_after": response.headers.get("retry-after", "")[:64],
+    }
+    if wait is not None:
+        return {**decision, "retried": True, "wait_s": round(wait, 3)}
+    if request.method not in IDEMPOTENT or request.files:
+        why = f"{request.method} is not idempotent" + (
+            " (files)" if request.files else ""
+        )
+    elif retries >= MAX_RETRIES:
+        why = f"retried {MAX_RETRIES} times already"
+    else:
+        why = "no usable Retry-After within the wait cap and the API's timeout"
+    return {**decision, "retried": False, "why": why}
 
 
 def _retry_after(value: str) -> float | None:

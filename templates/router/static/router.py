@@ -25,7 +25,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from mcp.types import CallToolResult
@@ -33,8 +33,25 @@ from opentelemetry import trace
 
 from . import providers, telemetry
 from ._env import check_environment
-from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
-from ._types import InvocationContext, PolicySpec, RouterError, ToolResult, ToolSpec
+from ._tables import (
+    HTTP_APIS,
+    POLICY,
+    PROJECT,
+    RATE_LIMITS,
+    RESULT_BUDGETS,
+    SECRET_ENV,
+    SERVERS,
+    TOOLS,
+)
+from ._types import (
+    BudgetSpec,
+    InvocationContext,
+    PolicySpec,
+    RateLimitSpec,
+    RouterError,
+    ToolResult,
+    ToolSpec,
+)
 from .audit import (
     INVOCATION_END,
     INVOCATION_START,
@@ -43,12 +60,14 @@ from .audit import (
     AuditEvent,
     AuditSink,
 )
-from .audit_pg import configured_sink
+from .audit_pg import configured_dsn, configured_sink
 from .environment import expand_value
 from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
+from .rate_limits import FleetBuckets, RateLimiter
 from .redact import printable, redact, redact_data, secret_values
+from .result_budget import ResultBudget
 from .validate import ArgumentValidator, Refusal
 from .wire import HttpRequest, WireRefusal
 
@@ -99,6 +118,8 @@ class Router:
         environ: Mapping[str, str] | None = None,
         default_context: InvocationContext | None = None,
         trace_content: bool | None = None,
+        rate_limits: Sequence[RateLimitSpec] = RATE_LIMITS,
+        result_budgets: Sequence[BudgetSpec] = RESULT_BUDGETS,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
@@ -127,6 +148,14 @@ class Router:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: dict[str, McpConnection] = {}
         self._http = HttpDispatcher(HTTP_APIS, self._environ, limit=self._limit)
+        environ = self._environ
+        fleet = any(rule.fleet for rule in rate_limits)
+        self.rate_limits = RateLimiter(
+            rate_limits,
+            project=PROJECT,
+            fleet=FleetBuckets(lambda: configured_dsn(environ)) if fleet else None,
+        )
+        self.result_budget = ResultBudget(result_budgets)
 
     # Configuration -----------------------------------------------------------------------------------------
 
@@ -227,6 +256,9 @@ class Router:
         if decision.allowed and tool is not None and tool.http is not None:
             request, decision = self._wire(tool, arguments, decision)
             audited_reason = decision.reason
+        if decision.allowed and tool is not None:
+            decision = await self._rate_limit(tool, context, decision)
+            audited_reason = decision.reason
         allowed = decision.allowed and tool is not None
         names = sorted(map(str, arguments)) if isinstance(arguments, Mapping) else []
         events = [
@@ -284,9 +316,12 @@ class Router:
             )
         merged = {**arguments, **({} if tool.http else tool.fixed_params)}
         started = time.perf_counter()
+        cut = None
+        retries: list[dict[str, Any]] = []
         try:
-            result = await self._dispatch(tool, merged, request)
+            result = await self._dispatch(tool, merged, request, retries)
             result = await self._postprocess(tool, merged, result)
+            cut = self.result_budget.apply(tool, result)
         except asyncio.CancelledError:
             # The caller gave up mid-call: the request may have reached the server, so the audit says so.
             self._record_cancelled(invocation_id, tool_id, context, secrets, started)
@@ -303,10 +338,19 @@ class Router:
         if result.error is not None:
             result.error = redact(result.error, secrets)
         result.tool_id, result.invocation_id = tool_id, invocation_id
-        end = {
+        end: dict[str, Any] = {
             "status": "error" if result.is_error else "success",
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         }
+        if retries:
+            end["retries"] = retries
+        if cut is not None:
+            end["cut"] = {
+                "unit": cut.unit,
+                "budget": cut.limit,
+                "was": cut.before,
+                "now": cut.after,
+            }
         if result.error:
             end["error"] = result.error
         try:
@@ -350,6 +394,7 @@ class Router:
         for connection in connections.values():
             await connection.aclose()
         await self._http.aclose()
+        await self.rate_limits.aclose()
         await self.flush()
 
     # Internals ---------------------------------------------------------------------------------------------
@@ -362,6 +407,21 @@ class Router:
         except Exception:
             logger.debug("policy check of %s failed; denied", tool_id, exc_info=True)
             return PolicyDecision(False, "policy", "policy check failed; denied")
+
+    async def _rate_limit(
+        self, tool: ToolSpec, context: InvocationContext, decision: PolicyDecision
+    ) -> PolicyDecision:
+        """Gate `rate_limit`: the call's tokens taken, or a refusal that says when to retry (fail closed)."""
+        try:
+            refusal = await self.rate_limits.refusal(tool, context)
+        except Exception:
+            logger.debug("rate limit of %s failed; denied", tool.id, exc_info=True)
+            refusal = "rate limit check failed; denied"
+        return (
+            decision
+            if refusal is None
+            else PolicyDecision(False, "rate_limit", refusal)
+        )
 
     def _wire(
         self, tool: ToolSpec, arguments: Mapping[str, Any], decision: PolicyDecision
@@ -449,6 +509,7 @@ class Router:
         tool: ToolSpec,
         arguments: dict[str, Any],
         request: HttpRequest | None = None,
+        retries: list[dict[str, Any]] | None = None,
     ) -> ToolResult:
         self._bind_loop()
         if tool.http is not None:
@@ -457,7 +518,7 @@ class Router:
             ]  # `_tables` lists the source of every HTTP tool
             # A credential with a line break is refused here, before anything is sent.
             check_environment((api.base_url, *api.auth.values()), self._environ)
-            return await self._http.call(tool, arguments, request)
+            return await self._http.call(tool, arguments, request, retries)
         assert (
             tool.mcp_tool is not None
         )  # `_tables` gives every tool an HTTP or an MCP binding
