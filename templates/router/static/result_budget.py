@@ -72,10 +72,22 @@ def cut_json(value: Any, room: int, path: str, omitted: Omissions) -> Any:
     if isinstance(value, dict):
         return _cut_object(value, room, path, omitted)
     if isinstance(value, str):
-        kept = cut_text(value, max(room - 2, 0))
+        kept = _cut_string(value, room)
         omitted.note(path, len(value) - len(kept), len(value), "characters")
         return kept
     return None  # a number or literal alone over the budget: nothing of it can be shown
+
+
+def _cut_string(value: str, room: int) -> str:
+    """The longest start of `value` whose JSON (quotes and escapes counted) fits `room` bytes."""
+    low, high = 0, len(value)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _size(value[:middle]) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return value[:low]
 
 
 def _cut_list(value: list[Any], room: int, path: str, omitted: Omissions) -> list[Any]:
@@ -87,7 +99,7 @@ def _cut_list(value: list[Any], room: int, path: str, omitted: Omissions) -> lis
             kept.append(item)
             used += size
             continue
-        if not kept and isinstance(item, list | dict | str):
+        if not kept and room - used > 2 and isinstance(item, list | dict | str):
             kept.append(cut_json(item, room - used, f"{path}[{index}]", omitted))
         break
     omitted.note(path, len(value) - len(kept), len(value), "items")
@@ -130,6 +142,11 @@ def _member(path: str, key: str) -> str:
     )
 
 
+TOKEN_CHUNK: Final = 200_000
+"""Characters counted in one call: the encoder refuses a text of 1,000,000 characters or more. A token that a
+cut between chunks splits counts twice: over the budget errs on the safe side."""
+
+
 def _o200k_counter() -> Callable[[str], int]:
     try:
         bpe = importlib.import_module("bpe_openai")
@@ -138,7 +155,17 @@ def _o200k_counter() -> Callable[[str], int]:
             "a token result budget needs bpe-openai: pip install 'bpe-openai>=0.1.4,<0.2'"
         ) from None
     encoding = bpe.get_encoding("o200k_base")
-    return lambda text: len(encoding.encode_ordinary(text))
+
+    def count(text: str) -> int:
+        text = text.encode("utf-8", "replace").decode(
+            "utf-8"
+        )  # a lone surrogate counts as U+FFFD
+        return sum(
+            len(encoding.encode_ordinary(text[start : start + TOKEN_CHUNK]))
+            for start in range(0, len(text), TOKEN_CHUNK)
+        )
+
+    return count
 
 
 @dataclass(frozen=True, slots=True)
