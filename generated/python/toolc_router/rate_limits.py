@@ -165,6 +165,9 @@ class FleetBuckets:
         connection = await psycopg.AsyncConnection.connect(
             dsn, autocommit=True, connect_timeout=5
         )
+        # A bucket's last takes lost in a server crash only refill it a little early: no commit waits for a
+        # disk flush (PostgreSQL's commit floor is milliseconds; a take is then a round trip).
+        await connection.execute("SET synchronous_commit = off")
         async with connection.transaction():
             await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             await connection.execute(_CREATE)
