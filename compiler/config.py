@@ -232,9 +232,12 @@ class RateLimitsConfig(_Strict):
 
 
 class BudgetRule(_Strict):
-    """Results of the tools matching `tools` reach the model cut to `bytes` (UTF-8) or `tokens` (o200k)."""
+    """Results of the calls whose tool (id or name), source and caller match the globs reach the model cut to
+    `bytes` (UTF-8) or `tokens` (o200k)."""
 
     tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
     bytes: int | None = Field(default=None, ge=1024)
     tokens: int | None = Field(default=None, ge=256)
 
@@ -246,7 +249,7 @@ class BudgetRule(_Strict):
 
 
 class ResultBudgetConfig(_Strict):
-    """`gateway.result_budget`: the first rule whose glob matches a tool sets its budget
+    """`gateway.result_budget`: the first rule matching a call sets its result's budget
     (`templates/router/static/result_budget.py`)."""
 
     rules: tuple[BudgetRule, ...] = ()

@@ -28,7 +28,7 @@ def rate_limit_rows(limits: RateLimitsConfig) -> list[dict[str, Any]]:
 
 def budget_rows(budget: ResultBudgetConfig) -> list[dict[str, Any]]:
     return [
-        {"tools": rule.tools, "limit": rule.bytes, "unit": "bytes"} if rule.bytes is not None
-        else {"tools": rule.tools, "limit": rule.tokens, "unit": "tokens"}
+        {"tools": rule.tools, "source": rule.source, "caller": rule.caller,
+         **({"limit": rule.bytes, "unit": "bytes"} if rule.bytes is not None else {"limit": rule.tokens, "unit": "tokens"})}
         for rule in budget.rules
     ]

@@ -65,13 +65,14 @@ def url() -> Iterator[str]:
         yield base
 
 
-def context(rt: Any) -> Any:
-    return rt.InvocationContext(mode="execution", project_id="p", spec_frozen=True, spec_hash="h")
+def context(rt: Any, actor: str | None = None) -> Any:
+    return rt.InvocationContext(mode="execution", project_id="p", spec_frozen=True, spec_hash="h", actor=actor)
 
 
-async def call(rt: Any, url: str, arguments: dict[str, Any], **router: Any) -> tuple[Any, Any]:
+async def call(rt: Any, url: str, arguments: dict[str, Any], actor: str | None = None,
+               **router: Any) -> tuple[Any, Any]:
     made = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={"USERS_URL": url, "TOOLC_USERS_KEY": "k"}, **router)
-    result = await made.call_tool("openapi:users:listUsers", arguments, context=context(rt))
+    result = await made.call_tool("openapi:users:listUsers", arguments, context=context(rt, actor))
     await made.aclose()
     end = [event for event in made.audit.events if event.event_type == "tool_invocation_end"]
     return result, end[0].payload
@@ -123,6 +124,16 @@ async def test_a_result_within_its_budget_or_without_one_is_untouched(rt: Any, u
     for budgets in ((loose,), (other,)):
         result, end = await call(rt, url, {"page_size": 500}, result_budgets=budgets)
         assert result.structured["users"] == PEOPLE and "cut" not in end
+
+
+async def test_a_rule_may_name_the_source_and_the_caller(rt: Any, url: str) -> None:
+    assert (rt._types.BudgetSpec(tools="listUsers", limit=65536, unit="bytes"),) == rt.router.RESULT_BUDGETS
+    rules = (rt._types.BudgetSpec(tools="*", source="other", limit=2048),
+             rt._types.BudgetSpec(tools="*", source="users", caller="agent-*", limit=4096),
+             rt._types.BudgetSpec(tools="*", caller="ann", limit=8192))
+    for actor, budget in (("agent-7", 4096), ("ann", 8192), ("bob", None)):
+        _result, end = await call(rt, url, {"page_size": 500}, actor, result_budgets=rules)
+        assert (end["cut"]["budget"] if "cut" in end else None) == budget, actor
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=40),

@@ -134,7 +134,7 @@ RATE_LIMITS: Final[tuple[RateLimitSpec, ...]] = ()
 """`gateway.rate_limits`: token buckets every matching call takes from, in the project file's order."""
 
 RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]] = ()
-"""`gateway.result_budget`: the first rule matching a tool cuts its results for the model."""
+"""`gateway.result_budget`: the first rule matching a call cuts its result for the model."""
 
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(

@@ -186,9 +186,11 @@ class RateLimitSpec:
 
 @dataclass(frozen=True, slots=True)
 class BudgetSpec:
-    """One `gateway.result_budget` rule: results of tools matching `tools` reach the model cut to `limit` bytes
-    (`unit` "bytes") or o200k tokens (`unit` "tokens")."""
+    """One `gateway.result_budget` rule: results of the calls whose tool (id or name), source and caller match the
+    globs reach the model cut to `limit` bytes (`unit` "bytes") or o200k tokens (`unit` "tokens")."""
 
     tools: str = "*"
+    source: str = "*"
+    caller: str = "*"
     limit: int = 65_536
     unit: str = "bytes"

@@ -65,7 +65,7 @@ from .environment import expand_value
 from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
-from .rate_limits import FleetBuckets, RateLimiter
+from .rate_limits import FleetBuckets, RateLimiter, caller_of
 from .redact import printable, redact, redact_data, secret_values
 from .result_budget import ResultBudget
 from .validate import ArgumentValidator, Refusal
@@ -321,7 +321,7 @@ class Router:
         try:
             result = await self._dispatch(tool, merged, request, retries)
             result = await self._postprocess(tool, merged, result)
-            cut = self.result_budget.apply(tool, result)
+            cut = self.result_budget.apply(tool, result, caller_of(context))
         except asyncio.CancelledError:
             # The caller gave up mid-call: the request may have reached the server, so the audit says so.
             self._record_cancelled(invocation_id, tool_id, context, secrets, started)
