@@ -255,11 +255,29 @@ class ResultBudgetConfig(_Strict):
     rules: tuple[BudgetRule, ...] = ()
 
 
+class RetryRule(_Strict):
+    """How often, and how long, an idempotent HTTP call the API answers 429/503 with `Retry-After` is sent again,
+    for the calls whose tool (id or name), source and caller match the globs. A POST or PATCH never is."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_wait_s: float = Field(default=5.0, ge=0, le=300)
+
+
+class RetriesConfig(_Strict):
+    """`gateway.retries`: the first rule matching a call bounds its retries (none: 2 retries, 5 s)."""
+
+    rules: tuple[RetryRule, ...] = ()
+
+
 class GatewayConfig(_Strict):
     """The router as a shared gateway: one sub-section per guard."""
 
     rate_limits: RateLimitsConfig = RateLimitsConfig()
     result_budget: ResultBudgetConfig = ResultBudgetConfig()
+    retries: RetriesConfig = RetriesConfig()
 
 
 class Config(_Strict):

@@ -25,7 +25,7 @@ from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_env import env_example
-from compiler.codegen.router_gateway import budget_rows, rate_limit_rows
+from compiler.codegen.router_gateway import budget_rows, rate_limit_rows, retry_rows
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
 from compiler.codegen.router_serve import mcp_names, serve_file
@@ -94,6 +94,7 @@ def router_context(build: Build) -> dict[str, object]:
         "audit_dsn": dsn,
         "rate_limits": rate_limit_rows(build.config.gateway.rate_limits),
         "result_budgets": budget_rows(build.config.gateway.result_budget),
+        "retries": retry_rows(build.config.gateway.retries),
         "env_example": env_example(apis, servers, rows, policy, dsn),
         "targets": tuple(sorted(build.targets)),
         "tables_json": tables_file(rows, maps),

@@ -1,12 +1,12 @@
 """The project file's `gateway:` limits → what the generated router's `_tables.py` bakes: `RATE_LIMITS`
-(`RateLimitSpec` rows) and `RESULT_BUDGETS` (`BudgetSpec` rows). Every value is validated when the project file is
+(`RateLimitSpec` rows), `RESULT_BUDGETS` (`BudgetSpec` rows) and `RETRIES` (`RetrySpec` rows). Every value is validated when the project file is
 loaded (`compiler.config.GatewayConfig`), so nothing here can fail."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from compiler.config import PERIODS, RateLimitsConfig, ResultBudgetConfig
+from compiler.config import PERIODS, RateLimitsConfig, ResultBudgetConfig, RetriesConfig
 
 
 def rate_limit_rows(limits: RateLimitsConfig) -> list[dict[str, Any]]:
@@ -32,3 +32,8 @@ def budget_rows(budget: ResultBudgetConfig) -> list[dict[str, Any]]:
          **({"limit": rule.bytes, "unit": "bytes"} if rule.bytes is not None else {"limit": rule.tokens, "unit": "tokens"})}
         for rule in budget.rules
     ]
+
+
+def retry_rows(retries: RetriesConfig) -> list[dict[str, Any]]:
+    return [{"tools": rule.tools, "source": rule.source, "caller": rule.caller, "max_retries": rule.max_retries,
+             "max_wait_s": rule.max_wait_s} for rule in retries.rules]

@@ -1,6 +1,7 @@
 """Retries as an audited decision (issue 25): a loopback API answering 503 + Retry-After twice, then 200. A GET is
 sent three times and succeeds; a POST is sent once and fails (it may have taken effect). Every answer that asked
-for a retry leaves its decision in the call's end row (`retries`): retried after how long, or why not."""
+for a retry leaves its decision in the call's end row (`retries`): retried after how long, or why not.
+`gateway.retries` rules bound the retries per tool, source and caller."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from compiler.config import OpenApiConfig
+from compiler.config import Config, GatewayConfig, OpenApiConfig, RetriesConfig
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.router import catalog_from, load_router, make_build, write_router
 
@@ -41,16 +42,19 @@ class Busy(QuietHandler):
 @pytest.fixture
 def rt(tmp_path: Path) -> Iterator[Any]:
     build = make_build(catalog_from(recordings=(), openapi=("params",)), openapi=[PARAMS_API])
+    retries = RetriesConfig.model_validate({"rules": [{"tools": "getPet", "caller": "impatient", "max_retries": 0}]})
+    build.config = Config(root=build.config.root, openapi=(PARAMS_API,), gateway=GatewayConfig(retries=retries))
     with load_router(write_router(build, tmp_path)) as module:
         yield module
 
 
-async def call(rt: Any, tool: str, arguments: dict[str, Any]) -> tuple[Any, list[str], dict[str, Any]]:
+async def call(rt: Any, tool: str, arguments: dict[str, Any], actor: str | None = None,
+               **settings: Any) -> tuple[Any, list[str], dict[str, Any]]:
     Busy.seen = []
     with loopback_http(Busy) as url:
         router = rt.Router(audit_sink=rt.MemoryAuditSink(),
-                           environ={"PARAMS_API_URL": url, "TOOLC_PARAMS_BEARER": "t0ken"})
-        result = await router.call_tool(tool, arguments, context=rt.InvocationContext(**CONTEXT))
+                           environ={"PARAMS_API_URL": url, "TOOLC_PARAMS_BEARER": "t0ken"}, **settings)
+        result = await router.call_tool(tool, arguments, context=rt.InvocationContext(**CONTEXT, actor=actor))
         await router.aclose()
     [end] = [event.payload for event in router.audit.events if event.event_type == "tool_invocation_end"]
     return result, list(Busy.seen), end
@@ -74,3 +78,18 @@ async def test_a_post_is_never_replayed_and_the_refusal_to_retry_is_audited(rt: 
     assert end["status"] == "error"
     assert end["retries"] == [{"status": 503, "method": "POST", "retry_after": "0", "retried": False,
                                "why": "POST is not idempotent"}]
+
+
+async def test_gateway_retries_bound_the_retries_per_tool_and_caller(rt: Any) -> None:
+    assert (rt._types.RetrySpec(tools="getPet", caller="impatient", max_retries=0),) == rt.router.RETRIES
+    result, seen, end = await call(rt, "openapi:params:getPet", {"id": 7}, "impatient")
+    assert seen == ["GET"] and result.is_error
+    assert end["retries"] == [{"status": 503, "method": "GET", "retry_after": "0", "retried": False,
+                               "why": "retried 0 times already (at most 0)"}]
+    once = (rt._types.RetrySpec(tools="*", source="params", max_retries=1),)
+    result, seen, end = await call(rt, "openapi:params:getPet", {"id": 7}, "anyone", retries=once)
+    assert seen == ["GET", "GET"] and result.is_error
+    assert [decision["retried"] for decision in end["retries"]] == [True, False]
+    short = (rt._types.RetrySpec(max_wait_s=0.0),)  # Retry-After 0 still fits; the API's own wait is what counts
+    result, seen, _ = await call(rt, "openapi:params:getPet", {"id": 7}, retries=short)
+    assert seen == ["GET"] * 3 and not result.is_error

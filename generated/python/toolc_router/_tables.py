@@ -24,6 +24,7 @@ from ._types import (
     NameEntry,
     PolicySpec,
     RateLimitSpec,
+    RetrySpec,
     ServerSpec,
     ToolSpec,
 )
@@ -135,6 +136,9 @@ RATE_LIMITS: Final[tuple[RateLimitSpec, ...]] = ()
 
 RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]] = ()
 """`gateway.result_budget`: the first rule matching a call cuts its result for the model."""
+
+RETRIES: Final[tuple[RetrySpec, ...]] = ()
+"""`gateway.retries`: the first rule matching a call bounds its retries (none matching: 2 retries, 5 s)."""
 
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(

@@ -12,7 +12,6 @@ rules before it, which only errs on the side of fewer calls.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import importlib
 import threading
 import time
@@ -20,26 +19,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ._types import InvocationContext, RateLimitSpec, ToolSpec
+from .scope import applies, caller_of
 
-ANONYMOUS: Final = "anonymous"
-"""The caller of a call whose context names none (`InvocationContext.actor`)."""
 MAX_BUCKETS: Final = 100_000
 """Local buckets kept at most (one per rule and caller): past it the fullest are forgotten, which only refills them."""
-
-
-def caller_of(context: InvocationContext) -> str:
-    return context.actor or ANONYMOUS
-
-
-def applies(rule: RateLimitSpec, tool: ToolSpec, caller: str) -> bool:
-    return (
-        (
-            fnmatch.fnmatchcase(tool.id, rule.tools)
-            or fnmatch.fnmatchcase(tool.name, rule.tools)
-        )
-        and fnmatch.fnmatchcase(tool.source, rule.source)
-        and fnmatch.fnmatchcase(caller, rule.caller)
-    )
 
 
 def bucket_key(project: str, index: int, rule: RateLimitSpec, caller: str) -> str:

@@ -13,6 +13,7 @@ from ._types import (
     NameEntry,
     PolicySpec,
     RateLimitSpec,
+    RetrySpec,
     ServerSpec,
     ToolSpec,
 )
@@ -24,6 +25,7 @@ TARGETS: Final[tuple[str, ...]]
 AUDIT_DSN: Final[str | None]
 RATE_LIMITS: Final[tuple[RateLimitSpec, ...]]
 RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]]
+RETRIES: Final[tuple[RetrySpec, ...]]
 SERVERS: Final[Mapping[str, ServerSpec]]
 HTTP_APIS: Final[Mapping[str, HttpApiSpec]]
 TOOLS: Final[Mapping[str, ToolSpec]]

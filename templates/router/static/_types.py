@@ -194,3 +194,16 @@ class BudgetSpec:
     caller: str = "*"
     limit: int = 65_536
     unit: str = "bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySpec:
+    """One `gateway.retries` rule: an idempotent HTTP call (GET, HEAD, OPTIONS, PUT, DELETE, no files) that the API
+    answers 429 or 503 with `Retry-After` is sent again at most `max_retries` times, waiting as asked when that is at
+    most `max_wait_s` seconds (and within the API's timeout). The defaults hold for calls no rule matches."""
+
+    tools: str = "*"
+    source: str = "*"
+    caller: str = "*"
+    max_retries: int = 2
+    max_wait_s: float = 5.0

@@ -14,7 +14,6 @@ tool's paging arguments). The marker is counted within the budget (`MARKER_ROOM`
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import json
 import re
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ._types import BudgetSpec, ToolResult, ToolSpec
+from .scope import first_rule
 
 MARKER_ROOM: Final = 480
 """Bytes (or tokens) of the budget kept for the marker block."""
@@ -189,22 +189,9 @@ class ResultBudget:
                 _o200k_counter()
             )  # missing package: the router refuses to start, not a call
 
-    def rule_for(self, tool: ToolSpec, caller: str) -> BudgetSpec | None:
-        for rule in self.rules:
-            if (
-                (
-                    fnmatch.fnmatchcase(tool.id, rule.tools)
-                    or fnmatch.fnmatchcase(tool.name, rule.tools)
-                )
-                and fnmatch.fnmatchcase(tool.source, rule.source)
-                and fnmatch.fnmatchcase(caller, rule.caller)
-            ):
-                return rule
-        return None
-
     def apply(self, tool: ToolSpec, result: ToolResult, caller: str) -> Cut | None:
         """Cuts `result` in place when it is over its budget for this tool and caller."""
-        rule = self.rule_for(tool, caller)
+        rule = first_rule(self.rules, tool, caller)
         if rule is None:
             return None
         measure = self._measure(rule)

@@ -39,6 +39,7 @@ from ._tables import (
     PROJECT,
     RATE_LIMITS,
     RESULT_BUDGETS,
+    RETRIES,
     SECRET_ENV,
     SERVERS,
     TOOLS,
@@ -48,6 +49,7 @@ from ._types import (
     InvocationContext,
     PolicySpec,
     RateLimitSpec,
+    RetrySpec,
     RouterError,
     ToolResult,
     ToolSpec,
@@ -62,12 +64,13 @@ from .audit import (
 )
 from .audit_pg import configured_dsn, configured_sink
 from .environment import expand_value
-from .http_dispatch import HttpDispatcher
+from .http_dispatch import DEFAULT_RETRY, HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
-from .rate_limits import FleetBuckets, RateLimiter, caller_of
+from .rate_limits import FleetBuckets, RateLimiter
 from .redact import printable, redact, redact_data, secret_values
 from .result_budget import ResultBudget
+from .scope import caller_of, first_rule
 from .validate import ArgumentValidator, Refusal
 from .wire import HttpRequest, WireRefusal
 
@@ -120,6 +123,7 @@ class Router:
         trace_content: bool | None = None,
         rate_limits: Sequence[RateLimitSpec] = RATE_LIMITS,
         result_budgets: Sequence[BudgetSpec] = RESULT_BUDGETS,
+        retries: Sequence[RetrySpec] = RETRIES,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
@@ -156,6 +160,7 @@ class Router:
             fleet=FleetBuckets(lambda: configured_dsn(environ)) if fleet else None,
         )
         self.result_budget = ResultBudget(result_budgets)
+        self.retries = tuple(retries)
 
     # Configuration -----------------------------------------------------------------------------------------
 
@@ -319,7 +324,8 @@ class Router:
         cut = None
         retries: list[dict[str, Any]] = []
         try:
-            result = await self._dispatch(tool, merged, request, retries)
+            retry = first_rule(self.retries, tool, caller_of(context)) or DEFAULT_RETRY
+            result = await self._dispatch(tool, merged, request, retries, retry)
             result = await self._postprocess(tool, merged, result)
             cut = self.result_budget.apply(tool, result, caller_of(context))
         except asyncio.CancelledError:
@@ -510,6 +516,7 @@ class Router:
         arguments: dict[str, Any],
         request: HttpRequest | None = None,
         retries: list[dict[str, Any]] | None = None,
+        retry: RetrySpec = DEFAULT_RETRY,
     ) -> ToolResult:
         self._bind_loop()
         if tool.http is not None:
@@ -518,7 +525,7 @@ class Router:
             ]  # `_tables` lists the source of every HTTP tool
             # A credential with a line break is refused here, before anything is sent.
             check_environment((api.base_url, *api.auth.values()), self._environ)
-            return await self._http.call(tool, arguments, request, retries)
+            return await self._http.call(tool, arguments, request, retries, retry)
         assert (
             tool.mcp_tool is not None
         )  # `_tables` gives every tool an HTTP or an MCP binding
