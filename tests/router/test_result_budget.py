@@ -33,6 +33,9 @@ O200K = bpe_openai.get_encoding("o200k_base")
 
 class Big(KeepAliveHandler):
     def do_GET(self) -> None:
+        if "page_size=7" in self.path:  # the caller's key, echoed over and over (a server that leaks it)
+            self.send_json(200, json.dumps(" ".join([self.headers["X-Api-Key"]] * 20_000)).encode())
+            return
         if "since=" in self.path:
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
@@ -106,6 +109,15 @@ async def test_plain_text_is_cut_at_a_character_boundary(rt: Any, url: str) -> N
     assert TEXT.decode().startswith(text) and len(text.encode()) <= 65536 - 480
     assert "characters at text" in marker
     assert end["cut"]["was"] == len(TEXT)
+
+
+async def test_a_secret_the_answer_echoes_is_redacted_before_the_cut_never_half_shown(rt: Any, url: str) -> None:
+    key = "k-Secret-Key-0123456789"
+    made = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={"USERS_URL": url, "TOOLC_USERS_KEY": key})
+    result = await made.call_tool("openapi:users:listUsers", {"page_size": 7}, context=context(rt))
+    await made.aclose()
+    shown = json.dumps([result.structured, result.content])
+    assert "k-Sec" not in shown and "[cut by toolc:" in shown
 
 
 async def test_a_token_budget_counts_o200k_tokens(rt: Any, url: str) -> None:

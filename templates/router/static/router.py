@@ -69,7 +69,7 @@ from .mcp_dispatch import McpConnection, ServerFactory, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
 from .rate_limits import FleetBuckets, RateLimiter
 from .redact import printable, redact, redact_data, secret_values
-from .result_budget import ResultBudget
+from .result_budget import Cut, ResultBudget
 from .scope import caller_of, first_rule
 from .validate import ArgumentValidator, Refusal
 from .wire import HttpRequest, WireRefusal
@@ -321,13 +321,11 @@ class Router:
             )
         merged = {**arguments, **({} if tool.http else tool.fixed_params)}
         started = time.perf_counter()
-        cut = None
         retries: list[dict[str, Any]] = []
         try:
             retry = first_rule(self.retries, tool, caller_of(context)) or DEFAULT_RETRY
             result = await self._dispatch(tool, merged, request, retries, retry)
             result = await self._postprocess(tool, merged, result)
-            cut = self.result_budget.apply(tool, result, caller_of(context))
         except asyncio.CancelledError:
             # The caller gave up mid-call: the request may have reached the server, so the audit says so.
             self._record_cancelled(invocation_id, tool_id, context, secrets, started)
@@ -343,6 +341,8 @@ class Router:
             result.structured = redact_data(result.structured, secrets)
         if result.error is not None:
             result.error = redact(result.error, secrets)
+        # After redaction: a cut through a secret must not leave its first half for redaction to miss.
+        result, cut = self._cut_to_budget(tool, result, context)
         result.tool_id, result.invocation_id = tool_id, invocation_id
         end: dict[str, Any] = {
             "status": "error" if result.is_error else "success",
@@ -428,6 +428,18 @@ class Router:
             if refusal is None
             else PolicyDecision(False, "rate_limit", refusal)
         )
+
+    def _cut_to_budget(
+        self, tool: ToolSpec, result: ToolResult, context: InvocationContext
+    ) -> tuple[ToolResult, Cut | None]:
+        """The result as the model gets it (`gateway.result_budget`); one that cannot be cut is withheld."""
+        try:
+            return result, self.result_budget.apply(tool, result, caller_of(context))
+        except Exception:
+            logger.debug("result budget of %s failed", tool.id, exc_info=True)
+            return ToolResult.failure(
+                "the result is over its budget and could not be cut; withheld"
+            ), None
 
     def _wire(
         self, tool: ToolSpec, arguments: Mapping[str, Any], decision: PolicyDecision
