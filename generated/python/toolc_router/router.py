@@ -65,7 +65,7 @@ from .audit import (
 from .audit_pg import configured_dsn, configured_sink
 from .environment import expand_value
 from .http_dispatch import DEFAULT_RETRY, HttpDispatcher
-from .mcp_dispatch import McpConnection, ServerFactory, server_target
+from .mcp_dispatch import McpConnection, ServerFactory, call_mcp, server_target
 from .policy import Gate, PolicyDecision, PolicyEngine
 from .rate_limits import FleetBuckets, RateLimiter
 from .redact import printable, redact, redact_data, secret_values
@@ -556,9 +556,8 @@ class Router:
         connection = self._connection(tool.source)
         # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
         presets = expand_value(dict(tool.fixed_params), self._environ)
-        return mcp_result(
-            await connection.call(tool.mcp_tool, {**arguments, **presets})
-        )
+        sent = {**arguments, **presets}
+        return mcp_result(await call_mcp(connection, tool, sent, retry, retries))
 
     def _connection(self, server_id: str) -> McpConnection:
         connection = self._connections.get(server_id)

@@ -75,6 +75,8 @@ class ToolSpec:
     http: HttpSpec | None = None
     aliases: tuple[str, ...] = ()
     """Other names policy rules match besides `id` and `name` (see `policy`)."""
+    idempotent: bool = False
+    """An MCP tool its server annotates `idempotentHint`: a call whose connection was lost may be sent again."""
 
 
 @dataclass(frozen=True, slots=True)
