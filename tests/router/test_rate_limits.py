@@ -113,6 +113,17 @@ def test_a_bucket_refills_at_its_rate(rt: Any) -> None:
     assert [buckets.take("k", 2.0, 3) for _ in range(4)][-1] == pytest.approx(0.5)
 
 
+def test_past_the_cap_the_buckets_used_least_recently_are_forgotten(rt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rt.rate_limits, "MAX_BUCKETS", 10)
+    now = [0.0]
+    buckets = rt.rate_limits.LocalBuckets(clock=lambda: now[0])
+    assert buckets.take("busy", 1e-9, 1) == 0.0  # its one token taken
+    for index in range(30):
+        buckets.take(f"caller-{index}", 1e-9, 1)
+        assert buckets.take("busy", 1e-9, 1) > 0  # used again each time: never forgotten, still empty
+    assert len(buckets._buckets) <= 10
+
+
 async def test_a_fleet_rule_without_postgresql_refuses_the_call(rt: Any) -> None:
     fleet = rt._types.RateLimitSpec(tools="*", rate=1.0, burst=10, fleet=True)
     made = router(rt, rate_limits=(fleet,))

@@ -22,7 +22,7 @@ from ._types import InvocationContext, RateLimitSpec, ToolSpec
 from .scope import applies, caller_of
 
 MAX_BUCKETS: Final = 100_000
-"""Local buckets kept at most (one per rule and caller): past it the fullest are forgotten, which only refills them."""
+"""Local buckets kept at most (one per rule and caller): past it those used least recently are forgotten."""
 
 
 def bucket_key(project: str, index: int, rule: RateLimitSpec, caller: str) -> str:
@@ -53,9 +53,12 @@ class LocalBuckets:
             return (1 - tokens) / rate
 
     def _remember(self, key: str, tokens: float, now: float) -> None:
-        if key not in self._buckets and len(self._buckets) >= MAX_BUCKETS:
-            # A flood of made-up callers must not grow a long-running server: forget the oldest buckets (they
-            # hold the most tokens back).
+        self._buckets.pop(
+            key, None
+        )  # to the end: the dict is kept in order of last use
+        if len(self._buckets) >= MAX_BUCKETS:
+            # A flood of callers must not grow a long-running server: forget the buckets used least recently (a
+            # bucket left alone refills, so forgetting it, which starts it full again, changes least).
             for old in list(self._buckets)[: MAX_BUCKETS // 10]:
                 del self._buckets[old]
         self._buckets[key] = (tokens, now)
