@@ -148,3 +148,9 @@ def test_a_bad_gateway_setting_is_a_diagnostic_with_its_location(section: dict[s
         config_from_data({"gateway": section}, root=Path("."), source="toolc.yaml")
     found = [(d.code, d.pointer, d.message) for d in raised.value.diagnostics]
     assert any(code == "TC110" and where == pointer and message in text for code, where, text in found), found
+
+
+async def test_a_fleet_dsn_naming_an_unset_variable_refuses_and_names_it(rt: Any) -> None:
+    fleet = rt.rate_limits.FleetBuckets(lambda: rt._env.expand("postgresql://${FLEET_DSN_HOST}/db", {}))
+    with pytest.raises(rt.rate_limits.FleetUnavailable, match=r"^environment variable FLEET_DSN_HOST is not set$"):
+        await fleet.take("k", 1.0, 1)

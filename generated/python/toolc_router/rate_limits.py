@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from ._types import InvocationContext, RateLimitSpec, ToolSpec
+from ._types import InvocationContext, RateLimitSpec, RouterError, ToolSpec
 from .scope import applies, caller_of
 
 MAX_BUCKETS: Final = 100_000
@@ -137,7 +137,10 @@ class FleetBuckets:
         return self._connection
 
     async def _open(self) -> Any:
-        dsn = self._dsn()
+        try:
+            dsn = self._dsn()
+        except RouterError as exc:  # names the variable that is unset, never a value
+            raise FleetUnavailable(str(exc)) from None
         if not dsn:
             raise FleetUnavailable(
                 "no PostgreSQL DSN configured (TOOLC_AUDIT_DSN or audit.dsn)"
