@@ -178,3 +178,20 @@ def is_part_of(cut: Any, value: Any) -> bool:
     if isinstance(value, dict):
         return isinstance(cut, dict) and all(key in value and is_part_of(item, value[key]) for key, item in cut.items())
     return False
+
+
+def test_a_token_budget_without_bpe_openai_stops_the_router_at_start_saying_what_to_install(
+        rt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = rt.result_budget.importlib.import_module
+
+    def without_bpe(name: str) -> Any:
+        if name == "bpe_openai":
+            raise ImportError(name)
+        return real(name)
+
+    monkeypatch.setattr(rt.result_budget.importlib, "import_module", without_bpe)
+    with pytest.raises(RuntimeError, match=r"^a token result budget needs bpe-openai: pip install 'bpe-openai>=0.1.4,<0.2'$"):
+        rt.Router(audit_sink=rt.MemoryAuditSink(), environ={},
+                  result_budgets=(rt._types.BudgetSpec(limit=4000, unit="tokens"),))
+    rt.Router(audit_sink=rt.MemoryAuditSink(), environ={},
+              result_budgets=(rt._types.BudgetSpec(limit=4000, unit="bytes"),))  # bytes need nothing more
