@@ -33,7 +33,14 @@ from opentelemetry import trace
 from . import providers, telemetry
 from ._env import check_environment
 from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
-from ._types import InvocationContext, PolicySpec, RouterError, ToolResult, ToolSpec
+from ._types import (
+    InvocationContext,
+    ParsedCall,
+    PolicySpec,
+    RouterError,
+    ToolResult,
+    ToolSpec,
+)
 from .audit import (
     INVOCATION_END,
     INVOCATION_START,
@@ -383,19 +390,39 @@ class Router:
     async def call_openai_tool_call(
         self, tool_call: Any, *, context: InvocationContext | None = None
     ) -> ToolResult:
-        return await providers.route(self, *providers.parse_openai(tool_call), context)
+        return await self.execute(
+            providers.route(*providers.parse_openai(tool_call)), context
+        )
 
     async def call_anthropic_tool_use(
         self, block: Any, *, context: InvocationContext | None = None
     ) -> ToolResult:
-        return await providers.route(self, *providers.parse_anthropic(block), context)
+        return await self.execute(
+            providers.route(*providers.parse_anthropic(block)), context
+        )
 
     async def call_gemini_function_call(
         self, function_call: Any, *, context: InvocationContext | None = None
     ) -> ToolResult:
-        return await providers.route(
-            self, *providers.parse_gemini(function_call), context
+        return await self.execute(
+            providers.route(*providers.parse_gemini(function_call)), context
         )
+
+    async def execute(
+        self, routed: ToolResult | ParsedCall, context: InvocationContext | None = None
+    ) -> ToolResult:
+        """Make the call `providers.route` or `discovery.answer` parsed (a result they answered is returned)."""
+        if isinstance(routed, ToolResult):
+            return routed
+        result = await self.checked_call(
+            routed.tool_id,
+            routed.arguments,
+            context,
+            routed.malformed,
+            call_id=routed.call_id,
+        )
+        result.call_id = routed.call_id
+        return result
 
     async def flush(self) -> None:
         await asyncio.to_thread(self.audit.flush)
