@@ -166,3 +166,20 @@ def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -
                     own[item.name] = item.default_factory()
             as_json = {name: list(value) if isinstance(value, tuple) else value for name, value in own.items()}
             assert as_json == defaults, spec.__name__
+
+
+@pytest.mark.parametrize(("risk", "baked", "value"), [("critical", "CRITICAL", 3), ("high", "HIGH", 2), ("low", "LOW", 0),
+                                                       (None, "None", None)])
+def test_the_admin_risk_is_baked_by_name(tmp_path: Path, risk: str | None, baked: str, value: int | None) -> None:
+    """`admin_min_risk=CRITICAL`, not `3`: the baked policy reads as the configuration says it."""
+    files = generate_router(make_build(servers=[TIME_SERVER], policy={"admin_min_risk": risk}))
+    source = files["toolc_router/_tables.py"].decode()
+    assert f"    admin_min_risk={baked},\n" in source
+    with load_router(write_router(make_build(servers=[TIME_SERVER], policy={"admin_min_risk": risk}), tmp_path)) as rt:
+        assert importlib.import_module("toolc_router._tables").POLICY.admin_min_risk == value
+        assert rt is not None
+
+
+def test_the_requirements_list_the_type_stubs_mypy_needs() -> None:
+    requirements = generate_router(make_build(servers=[TIME_SERVER]))["toolc_router/requirements.txt"].decode()
+    assert "types-jsonschema" in requirements.splitlines()
