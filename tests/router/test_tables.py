@@ -76,7 +76,8 @@ def test_output_is_deterministic() -> None:
         "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",
-        "telemetry.py", "validate.py", "wire.py", "requirements.txt", "requirements-postgres.txt", "py.typed"))
+        "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",
+        "requirements.txt", "requirements-postgres.txt", "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:
