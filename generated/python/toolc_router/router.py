@@ -280,6 +280,11 @@ class Router:
                 invocation_id=invocation_id,
                 denied_by=denial.gate,
             )
+        return await self._run(call, secrets)
+
+    async def _run(self, call: Call, secrets: list[str]) -> ToolResult:
+        """A call the guards let through and the audit started: presets merged, dispatch, result checks,
+        redaction, audit end. A raised exception becomes a failed result."""
         call.arguments = {
             **call.arguments,
             **({} if call.tool.http else call.tool.fixed_params),
@@ -291,16 +296,18 @@ class Router:
                 result = await check.check(call, result)
         except asyncio.CancelledError:
             # The caller gave up mid-call: the request may have reached the server, so the audit says so.
-            self._record_cancelled(invocation_id, tool_id, context, secrets, started)
+            self._record_cancelled(
+                call.invocation_id, call.tool_id, call.context, secrets, started
+            )
             raise
         except RouterError as exc:  # its message says why, naming the server or host
-            logger.debug("call of %s failed", tool_id, exc_info=True)
+            logger.debug("call of %s failed", call.tool_id, exc_info=True)
             result = ToolResult.failure(str(exc))
         except Exception as exc:
-            logger.debug("call of %s failed", tool_id, exc_info=True)
+            logger.debug("call of %s failed", call.tool_id, exc_info=True)
             result = ToolResult.failure(f"{type(exc).__name__}: {exc}")
         _redact_result(result, secrets)
-        result.tool_id, result.invocation_id = tool_id, invocation_id
+        result.tool_id, result.invocation_id = call.tool_id, call.invocation_id
         return await self._audit_end(call, result, secrets, started)
 
     async def _denial(
