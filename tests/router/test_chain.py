@@ -112,3 +112,16 @@ async def test_a_result_check_runs_after_dispatch_and_before_redaction(rt: Any, 
     assert not result.is_error, result.error
     assert result.content[-1]["text"] == f"mcp:probe:echo {rt.redact.PLACEHOLDER}"
     await router.aclose()
+
+
+async def test_a_policy_engine_that_raises_denies_under_policy(rt: Any, router: Any) -> None:
+    class Raising:
+        async def check(self, tool: Any, tool_id: str, context: Any) -> Any:
+            raise RuntimeError("engine down")
+
+    router.policy = Raising()
+    for tool_id in ("mcp:probe:echo", "mcp:probe:no_such_tool"):
+        result = await router.call_tool(tool_id, PROBE_ARGS["echo"], context=ctx(rt))
+        assert (result.denied_by, result.error) == ("policy", "denied by policy: policy check failed; denied")
+        assert events(router, result.invocation_id)[1] == (
+            "policy_violation", {"gate": "policy", "reason": "policy check failed; denied"})

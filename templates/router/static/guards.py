@@ -48,6 +48,7 @@ PostProcessor = Callable[
     [ToolSpec, dict[str, Any], ToolResult], "ToolResult | Awaitable[ToolResult]"
 ]
 RequestBuilder = Callable[[ToolSpec, Mapping[str, Any]], HttpRequest]
+POLICY_FAILED = PolicyDecision(False, "policy", "policy check failed; denied")
 
 
 @dataclass(slots=True)
@@ -126,7 +127,13 @@ class PolicyGuard:
         self._engine = engine
 
     async def check(self, call: Call) -> Denial | None:
-        decision = await decide(self._engine(), call.tool, call.tool_id, call.context)
+        try:
+            decision = await self._engine().check(call.tool, call.tool_id, call.context)
+        except Exception:
+            logger.debug(
+                "policy check of %s failed; denied", call.tool_id, exc_info=True
+            )
+            return Denial.of(POLICY_FAILED)
         return None if decision.allowed else Denial.of(decision)
 
 
@@ -140,7 +147,7 @@ async def decide(
         return await engine.check(tool, tool_id, context)
     except Exception:
         logger.debug("policy check of %s failed; denied", tool_id, exc_info=True)
-        return PolicyDecision(False, "policy", "policy check failed; denied")
+        return POLICY_FAILED
 
 
 class ValidationGuard:
