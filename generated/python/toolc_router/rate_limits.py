@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ._types import InvocationContext, RateLimitSpec, RouterError, ToolSpec
+from .guards import Call, Denial
 from .scope import applies, caller_of
 
 MAX_BUCKETS: Final = 100_000
@@ -164,7 +165,10 @@ class FleetBuckets:
 
 
 class RateLimiter:
-    """The rate-limit guard: `refusal(tool, context)` takes the call's tokens, or says why it must wait."""
+    """The rate-limit guard (gate `rate_limit`): `refusal(tool, context)` takes the call's tokens, or says why it
+    must wait. One that raises refuses the call (the chain fails closed)."""
+
+    gate = "rate_limit"
 
     def __init__(
         self,
@@ -178,6 +182,10 @@ class RateLimiter:
         self._project = project
         self._fleet = fleet
         self._local = local or LocalBuckets()
+
+    async def check(self, call: Call) -> Denial | None:
+        refusal = await self.refusal(call.tool, call.context)
+        return None if refusal is None else Denial(self.gate, refusal)
 
     async def refusal(self, tool: ToolSpec, context: InvocationContext) -> str | None:
         if not self.rules:

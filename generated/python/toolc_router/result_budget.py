@@ -181,6 +181,8 @@ class Cut:
 class ResultBudget:
     """The result-budget check: `apply(tool, result)` → the result as the model gets it, and the cut (or None)."""
 
+    name = "result budget"
+
     def __init__(self, rules: Sequence[BudgetSpec]) -> None:
         self.rules = tuple(rules)
         self._count_tokens: Callable[[str], int] | None = None
