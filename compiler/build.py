@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from compiler.config import Config
 from compiler.diagnostics import Diagnostics
 from compiler.ir import Catalog, JsonObject
 from compiler.output import FileSet
 from compiler.progress import Progress
+from compiler.refs import RefResolver
 
-if TYPE_CHECKING:
-    from compiler.refs import RefResolver
 
 class LockEntry(TypedDict):
     ir: str

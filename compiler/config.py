@@ -16,13 +16,13 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
+from compiler.detect import detect_kind
 from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.limits import Limits
 from compiler.loading import load_document
-from compiler.providers.registry import ALIASES, TARGETS
 from compiler.server_shapes import ShapeError, normalize_server_shapes
-from compiler.sources.detect import detect_kind
 from compiler.suggest import did_you_mean, nearest
+from compiler.targets import ALIASES, TARGETS
 
 INVALID_CONFIG = "TC110"
 DUPLICATE_SOURCE = "TC106"
@@ -32,7 +32,7 @@ PROJECT_FILE_ERRORS = frozenset({INVALID_CONFIG, DUPLICATE_SOURCE, UNKNOWN_TARGE
 
 DEFAULT_CONFIG_NAME = "toolc.yaml"
 ALL_TARGETS = TARGETS
-"""Every compile target, in the registry's order (`compiler.providers.registry`)."""
+"""Every compile target, in the registry's order (`compiler.targets`)."""
 RISK_LABELS = ("low", "medium", "high", "critical")
 
 

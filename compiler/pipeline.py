@@ -26,6 +26,7 @@ from compiler.config import (
     RecordingConfig,
     ServerConfig,
 )
+from compiler.detect import detect_kind
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
@@ -38,7 +39,6 @@ from compiler.providers.emit import emit_providers
 from compiler.providers.fit import emit_fit
 from compiler.providers.registry import PROVIDERS
 from compiler.refs import RefResolver
-from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 

@@ -23,8 +23,7 @@ from compiler.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project, read_catalog
 from compiler.providers import codes
 from compiler.providers.lower import TargetResult, lower_target
-from compiler.providers.registry import PROVIDERS, TARGETS
-from compiler.providers.validate import validate
+from compiler.providers.registry import PROVIDERS, TARGETS, validate
 from compiler.refs import RefResolver
 from tests.support.cli import run_toolc
 from tests.support.paths import ROOT

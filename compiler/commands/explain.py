@@ -61,7 +61,7 @@ def close_matches(tools: Sequence[Tool], wanted: str, limit: int = 3) -> list[st
 
 
 def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target: str) -> dict[str, Any]:
-    names, name_diagnostics = assign_names(catalog.tools, target, config.names)
+    names, name_diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
     losses = [d for d in name_diagnostics if d.tool == tool.id]
     result: dict[str, Any] = {"tool": tool.id, "provider": target, "source_schema": tool.input_schema}
     if tool.id not in names:

@@ -1,11 +1,11 @@
 """Provider lowering: IR tools → OpenAI (Chat Completions, Responses), Claude and Gemini tool definitions.
 
-    registry.py  PROVIDERS: the one list of targets every other list derives from
+    registry.py  PROVIDERS: target name (`compiler/targets.py`) → dialect; every per-target list derives from it
     dialect.py   the `Dialect` base class (flags, name rules, passes, budgets, the template `lower()`)
     openai.py · anthropic.py · gemini.py   one `Dialect` subclass each
     lower.py     per target: names → per-tool lowering (strict, else loose) → validation → request limits
     base.py      the one walker, `Capabilities` flags, loss reporting;  passes.py / hoist.py: shared passes
-    validate.py  one rule-based validator per provider (every emitted definition passes it)
+    validate.py  generic validation rules; each dialect composes its own (every emitted definition passes it)
     names.py     manglers, server prefix, namesake strategy;  namemap.py: the reverse map + `arguments_to_wire`
     emit.py      `emit_providers` → {target: TargetOutput} (schemas/<target>.json, .names.json, report sizes)
     transforms.py  reversible strict transforms (maps → {key, value} entries, free-form → JSON strings)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from compiler.diagnostics import CompilerError, Diagnostic
 from compiler.ir import JsonObject, Tool
@@ -21,13 +21,11 @@ from compiler.providers import codes
 from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema
 from compiler.providers.descriptions import cut
 from compiler.providers.inline_budget import InlineSizer
+from compiler.providers.names import Mangler
+from compiler.providers.validate import Violation, checking
+from compiler.refs import RefResolver
 from compiler.refs.codes import RECURSION_PRUNED
 from compiler.schema import IdentityMemo
-
-if TYPE_CHECKING:
-    from compiler.providers.names import Mangler
-    from compiler.providers.validate import Violation
-    from compiler.refs import RefResolver
 
 
 def options_key(options: Mapping[str, object]) -> str:
@@ -175,9 +173,7 @@ class Dialect(ABC):
     have working defaults."""
 
     target: ClassVar[str]
-    """The target's name in project files, `--target` and `schemas/<target>.json`."""
-    aliases: ClassVar[tuple[str, ...]] = ()
-    """Other `--target` names that select this target (an alias several dialects share selects them all)."""
+    """The target's name in project files, `--target` and `schemas/<target>.json` (one of `compiler.targets`)."""
     family: ClassVar[str] = ""
     """Targets of one family share lowered parameters, validator memos and a worker (default: the target)."""
     caps: ClassVar[Capabilities]
@@ -263,7 +259,12 @@ class Dialect(ABC):
 
     @abstractmethod
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
-        """Violations of one emitted definition (empty: valid); see `validate.py`."""
+        """Violations of one emitted definition (empty: valid), from the generic rules of `validate.py`."""
+
+    def check(self, definition: Mapping[str, Any], checked: Checked | None = None) -> list[Violation]:
+        """`validate`, skipping subtrees `checked` (one per dialect family) already saw valid."""
+        with checking(checked):
+            return self.validate(definition)
 
     def tools_array(self, definitions: list[JsonObject]) -> list[JsonObject]:
         """What the SDK's `tools` argument takes."""

@@ -8,7 +8,6 @@ reports problems or fails the validator, lower it loose and say why (TC407). Wha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from compiler.config import Config
 from compiler.diagnostics import CompilerError, Diagnostic
@@ -19,10 +18,8 @@ from compiler.providers.dialect import Budget, Lowered, LowerEnv, options_key
 from compiler.providers.namemap import NAME_MAP_FORMAT, tool_entry
 from compiler.providers.names import assign_names
 from compiler.providers.registry import PROVIDERS
-from compiler.providers.validate import malformed, validate
-
-if TYPE_CHECKING:
-    from compiler.refs import RefResolver
+from compiler.providers.validate import malformed
+from compiler.refs import RefResolver
 
 
 @dataclass
@@ -61,7 +58,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
         try:
             lowered = dialect.lower(tool, name, env, strict=strict)
             problems = lowered.problems
-            violations = validate(dialect, lowered.definition, env.checked(dialect.group)) if not problems else []
+            violations = dialect.check(lowered.definition, env.checked(dialect.group)) if not problems else []
         except NotStrict as stop:
             problems, violations = [stop.problem], []
         if strict and (problems or violations):
@@ -71,7 +68,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
                                            + "; ".join(sorted(set(reasons))[:5])
                                            + (f" (+{len(set(reasons)) - 5} more)" if len(set(reasons)) > 5 else ""),
                                            tool))
-            violations = validate(dialect, lowered.definition, env.checked(dialect.group))
+            violations = dialect.check(lowered.definition, env.checked(dialect.group))
     except CompilerError as exc:
         return None, None, [exc.diagnostic]
     if violations:
@@ -107,7 +104,7 @@ def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: C
                  shared: dict[tuple[str, ...], object] | None = None) -> TargetResult:
     """`shared` carries results one target can reuse from another within a build (pass the same dict)."""
     result = TargetResult(target)
-    names, name_diagnostics = assign_names(catalog.tools, target, config.names)
+    names, name_diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
     result.diagnostics.extend(name_diagnostics)
     strict = wants_strict(target, config)
     options = config.providers.model_dump()

@@ -15,7 +15,7 @@ from compiler.ir import Catalog
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.providers import codes
 from compiler.providers.lower import TargetResult, lower_target
-from compiler.providers.validate import validate
+from compiler.providers.registry import validate
 from compiler.refs import RefResolver
 from tests.support.paths import FIXTURES, ROOT
 from tests.support.providers import TARGETS

@@ -13,7 +13,7 @@ from compiler.cli import main
 from compiler.config import Config
 from compiler.pipeline import adhoc_inputs, compile_project
 from compiler.providers import codes
-from compiler.providers.validate import validate
+from compiler.providers.registry import validate
 from tests.support.paths import FIXTURES, ROOT
 from tests.support.providers import TARGETS
 

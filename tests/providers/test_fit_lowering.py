@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from compiler.providers import codes
 from compiler.providers.descriptions import ELLIPSIS, cut
 from compiler.providers.namemap import arguments_to_wire
-from compiler.providers.validate import validate
+from compiler.providers.registry import validate
 from tests.support.paths import ROOT
 from tests.support.providers import json_documents, lower_one
 
