@@ -235,7 +235,7 @@ def _providers(build: Build) -> None:
 
 
 def _fit(build: Build) -> None:
-    emit_fit(build)                            # toolsets, discovery/deferred forms, token counts, budgets
+    build.fit = emit_fit(build)                # toolsets, discovery/deferred forms, token counts, budgets
 
 
 def _codegen(build: Build) -> None:

@@ -208,7 +208,7 @@ def test_streamed_provider_files_are_the_canonical_encoding(tmp_path: Path, oper
         written = build.files[f"schemas/{target}.json"]
         tools = json.loads(written)
         assert written == canonical_json(tools), target
-        summary = build.providers[target].summary
+        summary = build.summary(target)
         assert summary["bytes"] == len(written)
         if summary["fits_one_request"]:  # the file holds the tools themselves: its tokens are counted exactly
             assert summary["tokens"] == tokens.count_bytes(written)

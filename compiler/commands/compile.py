@@ -97,8 +97,7 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
 def what_to_send(build: Build) -> str:
     """`target: file` for each target that should not get every tool at once (empty when every target can)."""
     limits = budgets(build)
-    chosen = {target: chosen_form(output.summary["forms"], limits.get(target))
-              for target, output in sorted(build.providers.items()) if "forms" in output.summary}
+    chosen = {target: chosen_form(fit.summary["forms"], limits.get(target)) for target, fit in sorted(build.fit.items())}
     return "; ".join(f"{target} {FORM_NAMES[form]}" for target, form in chosen.items() if form != "all")
 
 

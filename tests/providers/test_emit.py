@@ -37,7 +37,7 @@ def test_emits_tools_and_name_maps_for_every_target() -> None:
         assert definitions == list(output.tools.values())
         assert len(definitions) == len(build.catalog.tools) == len(names["tools"])
         assert all(validate(target, d) == [] for d in definitions)
-        summary = build.providers[target].summary
+        summary = build.summary(target)
         assert summary["bytes"] == len(build.files[f"schemas/{target}.json"])
         assert 0 < summary["tokens"] < summary["bytes"] and summary["fits_one_request"] is True
 

@@ -92,4 +92,4 @@ def test_a_new_provider_is_one_dialect_and_one_registry_entry(tmp_path: Path, mo
     tables = json.loads(build.files["python/toolc_router/_tables.json"])
     echo = tables["name_tables"][tables["name_maps"]["echo"]]  # the router routes the new provider's calls too
     assert echo["get_current_time"]["tool_id"] == "mcp:mcp-server-time:get_current_time"
-    assert build.providers["echo"].summary["tools"] == len(emitted)
+    assert build.summary("echo")["tools"] == len(emitted)

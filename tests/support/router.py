@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from compiler.build import Build, TargetOutput
+from compiler.build import Build, Layout, TargetOutput
 from compiler.codegen.router import generate_router
 from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig
 from compiler.diagnostics import Diagnostics
@@ -48,7 +49,8 @@ def make_build(catalog: Catalog | None = None, *, policy: dict[str, Any] | None 
                     openapi=tuple(openapi))
     return Build(config=config, catalog=catalog if catalog is not None else catalog_from(), resolver=None,  # type: ignore[arg-type]
                  diagnostics=Diagnostics(), targets=("anthropic", "gemini", "openai-chat", "openai-responses"),
-                 providers={target: TargetOutput(target, tools={}, names=names, summary={})
+                 providers={target: TargetOutput(target, tools={}, names=names, summary={}, array=Path(os.devnull),
+                                                 layout=Layout(target, {}), fits_one_request=True)
                             for target, names in (name_maps or {}).items()})
 
 
