@@ -18,15 +18,19 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiler import pipeline
+from compiler.build import Build, TargetOutput
 from compiler.cli import main
 from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
+from compiler.providers.emit import emit_providers
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import ROOT
 from tests.support.providers import json_documents
 from tests.support.router import load_router
+from tests.support.synthetic import synthetic_openapi
 
 CORPUS = ROOT / "fixtures" / "corpus" / "openapi"
 K8S_CONFIGMAP = ROOT / "fixtures" / "openapi" / "k8s-configmap.json"
@@ -326,3 +330,25 @@ def test_toolset_arrays_cut_from_spans_equal_encoding_them_again(
     assert spans.array_tokens(layout, chosen) == len(ENCODING.encode_ordinary(expected.decode()))
     for tool, definition in zip(tools, definitions, strict=True):
         assert layout.spans[tool.id].tokens == len(ENCODING.encode_ordinary(canonical_json(definition).decode()))
+
+
+def test_the_fit_stage_reads_the_providers_output_and_never_changes_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `schemas/<target>.json` holds is decided once, by the providers stage; the fit stage hands on its own
+    result and leaves `build.providers` as the providers stage made it (the pytest plugin reads it)."""
+    spec = tmp_path / "synthetic.json"
+    spec.write_text(json.dumps(synthetic_openapi(200)))  # more tools than one OpenAI request holds (128)
+    made: dict[str, TargetOutput] = {}
+
+    def providers_stage(build: Build) -> dict[str, TargetOutput]:
+        made.update(emit_providers(build))
+        return dict(made)
+
+    monkeypatch.setattr(pipeline, "emit_providers", providers_stage)
+    build = compile_project(Config(root=ROOT, codegen=False), adhoc_inputs([spec], ROOT), targets=("openai-chat",))
+    output = build.providers["openai-chat"]
+    assert output is made["openai-chat"] and not output.fits_one_request
+    assert "tokens" not in output.summary and build.fit["openai-chat"].summary["fits_one_request"] is False
+    assert _tools_in("openai-chat", build.files["schemas/openai-chat.json"]) == 3  # the discovery form, written once
+    assert len(output.tools) == len(output.layout.spans) > 128  # the definitions, from the array as lowered
+    assert json.loads(output.array.read_bytes())[0] == output.tools[next(iter(output.tools))]
