@@ -46,7 +46,8 @@ class _Emitted:
     tools_path: str
     layout: Layout
     """Where each definition sits in the tools file and its tokens (by tool id, in the file's order)."""
-    names_json: bytes
+    names: JsonObject
+    """The reverse name map, as `lower_target` made it (never encoded and decoded again in one process)."""
     digests: dict[str, str]
     summary: dict[str, Any]
     diagnostics: list[Diagnostic]
@@ -103,8 +104,7 @@ def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
-        emitted.append(_Emitted(target, str(path), layout, canonical_json(result.name_map()), digests, summary,
-                                found))
+        emitted.append(_Emitted(target, str(path), layout, result.name_map(), digests, summary, found))
         del result, ordered
     return emitted
 
@@ -166,8 +166,8 @@ def emit_providers(build: Build) -> dict[str, TargetOutput]:
             if tools_file in build.files:
                 raise ValueError(f"two stages write {tools_file}")
             build.files.adopt(tools_file, array)
-        build.add_file(f"schemas/{target}.names.json", item.names_json)
+        build.add_file(f"schemas/{target}.names.json", canonical_json(item.names))
         outputs[target] = TargetOutput(target=target, tools=_Definitions(target, array, item.layout),
-                                       names=orjson.loads(item.names_json), summary=item.summary, array=array,
+                                       names=item.names, summary=item.summary, array=array,
                                        layout=item.layout, fits_one_request=fits, digests=item.digests)
     return outputs
