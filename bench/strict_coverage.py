@@ -54,7 +54,7 @@ def measure(path: Path) -> dict[str, object]:
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics)
     catalog = read_catalog(config, adhoc_inputs([path], ROOT), resolver, diagnostics)
-    result = lower_target(catalog, resolver, TARGET, config, {})
+    result = lower_target(catalog, resolver, TARGET, config)
     dialect = PROVIDERS[TARGET]
     strict = [item for item in result.lowered if item.strict]
     valid = sum(1 for item in strict if not dialect.check(item.definition))

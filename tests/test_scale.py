@@ -22,6 +22,7 @@ from compiler.config import Config, ProvidersConfig
 from compiler.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project, read_catalog
 from compiler.providers import codes
+from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import TargetResult, lower_target
 from compiler.providers.registry import PROVIDERS, TARGETS, validate
 from compiler.refs import RefResolver
@@ -83,8 +84,8 @@ def test_a_tool_over_the_inline_budget_shares_defs_or_is_left_out(tmp_path: Path
         diagnostics = Diagnostics()
         resolver = RefResolver(diagnostics)
         catalog = read_catalog(config, adhoc_inputs([spec], tmp_path), resolver, diagnostics)
-        shared: dict[tuple[str, ...], object] = {}
-        return {target: lower_target(catalog, resolver, target, config, shared) for target in ("anthropic", "gemini")}
+        cache = LoweringCache()
+        return {target: lower_target(catalog, resolver, target, config, cache) for target in ("anthropic", "gemini")}
 
     results = lowered(10_000)
     gemini = results["gemini"]
@@ -233,7 +234,7 @@ def test_toolset_files_cut_by_the_workers_equal_encoding_every_tool_again(tmp_pa
     assert len(index["toolsets"]) > 2
     for target in TARGETS:
         again = {item.tool.id: item.definition  # the old path: every definition in hand, encoded again
-                 for item in lower_target(build.catalog, build.resolver, target, build.config, {}).lowered}
+                 for item in lower_target(build.catalog, build.resolver, target, build.config).lowered}
         for name, entry in index["toolsets"].items():
             row = entry["targets"][target]
             ids = [tool_id for tool_id in entry["tools"] if tool_id in again]

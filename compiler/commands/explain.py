@@ -17,7 +17,7 @@ from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severit
 from compiler.ir import Catalog, Tool
 from compiler.policy import is_read_only
 from compiler.providers import codes
-from compiler.providers.dialect import LowerEnv
+from compiler.providers.dialect import lower_env
 from compiler.providers.fit import REVERSIBLE, limit_for
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.names import assign_names
@@ -67,8 +67,7 @@ def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target:
     if tool.id not in names:
         result.update(name=None, definition=None)
     else:
-        env = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth,
-                       config.providers.model_dump(), fail_fast=False)
+        env = lower_env(resolver, catalog.definitions_for(tool), config, fail_fast=False)
         lowered, entry, diagnostics = lower_tool(target, tool, names[tool.id], env,
                                                  strict=wants_strict(target, config))
         losses += diagnostics

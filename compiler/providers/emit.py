@@ -21,6 +21,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject
 from compiler.parallel import can_fork, cores, fork_each
 from compiler.providers import tokens
+from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.spans import write_array
@@ -91,11 +92,11 @@ PARALLEL_MIN_TOOLS = 300
 
 
 def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
-    shared: dict[tuple[str, ...], object] = {}
+    cache = LoweringCache()
     emitted: list[_Emitted] = []
     for target in targets:
         before = len(build.diagnostics)
-        result = lower_target(build.catalog, build.resolver, target, build.config, shared)
+        result = lower_target(build.catalog, build.resolver, target, build.config, cache)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
         digests, layout = write_array(path, target, ordered)

@@ -33,7 +33,7 @@ from compiler.config import Config
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, deferred, spans, tokens
-from compiler.providers.dialect import Deferral, Dialect, LowerEnv
+from compiler.providers.dialect import Deferral, Dialect, lower_env
 from compiler.providers.discovery import meta_tools
 from compiler.providers.guide import guide
 from compiler.providers.lower import lower_tool, wants_strict
@@ -84,7 +84,7 @@ def _discovery(build: Build, target: str) -> list[JsonObject]:
     strict = wants_strict(target, build.config)
     definitions: list[JsonObject] = []
     for tool in meta_tools():
-        env = LowerEnv(build.resolver, {}, build.config.resolver.max_depth, build.config.providers.model_dump())
+        env = lower_env(build.resolver, {}, build.config)
         lowered, _entry, _found = lower_tool(target, tool, tool.name, env, strict=strict)
         assert lowered is not None, f"discovery meta-tool {tool.name} does not lower for {target}"
         definitions.append(lowered.definition)

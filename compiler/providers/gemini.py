@@ -353,7 +353,7 @@ class GeminiDialect(Dialect):
 
     @staticmethod
     def _json_schema(env: LowerEnv) -> bool:
-        return env.options.get("gemini_schema") == "json-schema"
+        return env.options.gemini_schema == "json-schema"
 
     def resolution_for(self, env: LowerEnv) -> Literal["bundle", "inline"]:
         return "bundle" if self._json_schema(env) else "inline"

@@ -34,8 +34,10 @@ from compiler.providers.base import (
 from compiler.providers.dialect import (
     Deferral,
     Dialect,
+    FamilyLowering,
     Lowered,
     LowerEnv,
+    NotStrictHere,
     tool_description,
     truncate_description,
 )
@@ -212,21 +214,20 @@ class OpenAIDialect(Dialect):
     loose_root = (_loose_root,)
     wrapped: ClassVar[bool]
 
-    def _key(self, tool: Tool, name: str, strict: bool) -> tuple[str, ...]:
-        return (self.group, tool.id, name, str(strict))
+    def _key(self, tool: Tool, name: str, strict: bool) -> tuple[str, str, str, bool]:
+        return (self.group, tool.id, name, strict)
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
-        cached = env.shared.get(self._key(tool, name, strict))
-        if isinstance(cached, NotStrict):
-            raise cached
-        if isinstance(cached, tuple):
-            parameters, losses, description, shapes = cached
-            return self._wrap(tool, name, parameters, description, strict,
-                              [replace(d, provider=self.caps.target) for d in losses], [], shapes)
+        cached = env.cache.family.get(self._key(tool, name, strict))
+        if isinstance(cached, NotStrictHere):
+            raise NotStrict(cached.problem)
+        if cached is not None:
+            return self._wrap(tool, name, cached.parameters, cached.description, strict,
+                              [replace(d, provider=self.caps.target) for d in cached.losses], [], cached.shapes)
         try:
             return super().lower(tool, name, env, strict=strict)
         except NotStrict as stop:
-            env.shared[self._key(tool, name, strict)] = stop
+            env.cache.family[self._key(tool, name, strict)] = NotStrictHere(stop.problem)
             raise
 
     def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
@@ -238,7 +239,8 @@ class OpenAIDialect(Dialect):
         else:
             shapes = ({}, {})
         if not ctx.problems:
-            env.shared[self._key(tool, name, strict)] = (parameters, tuple(ctx.losses), description, shapes)
+            env.cache.family[self._key(tool, name, strict)] = FamilyLowering(parameters, tuple(ctx.losses),
+                                                                             description, shapes)
         return self._wrap(tool, name, parameters, description, strict, list(ctx.losses), ctx.problems, shapes)
 
     def _wrap(self, tool: Tool, name: str, parameters: JsonObject, description: str, strict: bool,
