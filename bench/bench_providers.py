@@ -33,7 +33,7 @@ SPLIT_RUN = r"""
 import json, sys, time
 from pathlib import Path
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import lower_target

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.config import Config  # noqa: E402
-from compiler.diagnostics import Diagnostics  # noqa: E402
+from compiler.infra.diagnostics import Diagnostics  # noqa: E402
 from compiler.pipeline import adhoc_inputs, read_catalog  # noqa: E402
 from compiler.providers.lower import lower_target  # noqa: E402
 from compiler.providers.registry import PROVIDERS  # noqa: E402

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.output import FileSet
+from compiler.infra.progress import Progress
 from compiler.ir import Catalog, JsonObject
-from compiler.output import FileSet
-from compiler.progress import Progress
 from compiler.refs import RefResolver
 
 
@@ -83,7 +83,7 @@ class TargetOutput:
 
 @dataclass(frozen=True)
 class FitOutput:
-    """One target's figures from the fit stage (`providers.fit`)."""
+    """One target's figures from the fit stage (`fit.forms`)."""
 
     target: str
     summary: Mapping[str, Any]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pytest
 
 from compiler.config import Config, ProvidersConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project, read_catalog
 from compiler.providers import codes
 from compiler.providers.dialect import LoweringCache
@@ -185,7 +185,7 @@ def test_no_progress_in_a_pipe_nor_under_quiet(tmp_path: Path) -> None:
 
 
 def test_big_provider_files_are_spooled_not_held(tmp_path: Path) -> None:
-    from compiler.output import FileSet
+    from compiler.infra.output import FileSet
 
     spec, _ = _write(tmp_path, MID)
     build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path),
@@ -199,8 +199,8 @@ def test_big_provider_files_are_spooled_not_held(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("operations", [0, 1, 12])
 def test_streamed_provider_files_are_the_canonical_encoding(tmp_path: Path, operations: int) -> None:
+    from compiler.infra.serialize import canonical_json
     from compiler.providers import tokens
-    from compiler.serialize import canonical_json
 
     spec, _ = _write(tmp_path, operations, oversize=operations == 12)
     build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path), targets=TARGETS,
@@ -221,9 +221,9 @@ def test_toolset_files_cut_by_the_workers_equal_encoding_every_tool_again(tmp_pa
     (split into toolsets, OpenAI and Gemini over their request limits), both give the same bytes and tokens."""
     import bpe_openai
 
+    from compiler.infra.serialize import canonical_json
     from compiler.providers import tokens
-    from compiler.providers.emit import tools_array
-    from compiler.serialize import canonical_json
+    from compiler.providers.schemas import tools_array
 
     encoding = bpe_openai.get_encoding("o200k_base")
     spec, _ = _write(tmp_path, MID, oversize=True)

@@ -13,18 +13,18 @@ import click
 
 from compiler.commands.support import guarded, inputs_options, load_inputs, parse_targets
 from compiler.config import ALL_TARGETS, Config, OpenApiConfig
-from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.fit.forms import REVERSIBLE, limit_for
+from compiler.fit.toolsets import plan_toolsets
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.serialize import canonical_json
 from compiler.ir import Catalog, Tool
 from compiler.policy import is_read_only
 from compiler.providers import codes
 from compiler.providers.dialect import lower_env
-from compiler.providers.fit import REVERSIBLE, limit_for
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.names import assign_names
 from compiler.providers.registry import ALIASES, PROVIDERS
 from compiler.providers.tokens import count_json, method
-from compiler.providers.toolsets import plan_toolsets
-from compiler.serialize import canonical_json
 from compiler.sources.openapi.risk import assess
 
 

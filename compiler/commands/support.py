@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import click
 
 from compiler.config import DEFAULT_CONFIG_NAME, PROJECT_FILE_ERRORS, Config, config_from_data, input_kind
-from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
-from compiler.loading import load_document
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.loading import load_document
 from compiler.pipeline import Input
 from compiler.providers.registry import ALIASES
 

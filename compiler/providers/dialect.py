@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from compiler.config import Config, ProvidersConfig
-from compiler.diagnostics import CompilerError, Diagnostic
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema

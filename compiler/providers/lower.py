@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler.config import Config
-from compiler.diagnostics import CompilerError, Diagnostic
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.ir import Catalog, JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import NotStrict

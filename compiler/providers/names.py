@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from compiler.config import NamesConfig
-from compiler.diagnostics import Diagnostic
+from compiler.infra.diagnostics import Diagnostic
 from compiler.ir import Tool
 from compiler.providers import codes
 
@@ -74,7 +74,7 @@ def _candidates(tools: list[Tool], mangle: Mangler, config: NamesConfig) -> dict
 def assign_names(tools: Iterable[Tool], target: str, mangle: Mangler,
                  config: NamesConfig) -> tuple[dict[str, str], list[Diagnostic]]:
     """Provider name for every tool kept (tool id → name), and what was renamed, skipped or refused, under the
-    name rules `mangle` (the target dialect's `mangler`, or the MCP server's, `codegen.router_serve`); `target`
+    name rules `mangle` (the target dialect's `mangler`, or the MCP server's, `codegen.router.serve`); `target`
     names the provider in diagnostics."""
     ordered = sorted(tools, key=lambda t: t.id)
     candidates = _candidates(ordered, mangle, config)

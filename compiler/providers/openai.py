@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from compiler import targets
-from compiler.diagnostics import Diagnostic
+from compiler.infra.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, names
 from compiler.providers.base import (

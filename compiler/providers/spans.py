@@ -22,10 +22,10 @@ from typing import BinaryIO
 import orjson
 
 from compiler.build import Layout, Span
+from compiler.infra.serialize import canonical_json, compact_json
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered
 from compiler.providers.registry import PROVIDERS
-from compiler.serialize import canonical_json, compact_json
 
 _ITEM = "\u0000toolc-definition\u0000"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compiler.config import Config, ProvidersConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.providers import codes

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from compiler.cli import main
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project
 from compiler.providers import codes
 from compiler.providers.dialect import FamilyLowering, LoweringCache, NotStrictHere

@@ -23,9 +23,9 @@ from compiler.build import Build, TargetOutput
 from compiler.cli import main
 from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
-from compiler.providers.emit import emit_providers
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
+from compiler.providers.schemas import emit_providers
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import ROOT
 from tests.support.providers import json_documents
@@ -122,7 +122,7 @@ def test_a_budget_breach_fails_compile_and_check_naming_the_largest_tools(tmp_pa
 
 def test_budgets_and_toolsets_config_errors_are_located() -> None:
     from compiler.config import config_from_data
-    from compiler.diagnostics import CompilerError
+    from compiler.infra.diagnostics import CompilerError
 
     for data, pointer, text in (({"budgets": {"opnai": 5}}, "/budgets", "did you mean 'openai'"),
                                 ({"budgets": {"gemini": 0}}, "/budgets", "positive"),
@@ -310,10 +310,10 @@ def test_toolset_arrays_cut_from_spans_equal_encoding_them_again(
         tmp_path: Path, definitions: list[dict[str, Any]], target: str, picks: list[int]) -> None:
     """The fit stage's toolset files are byte ranges of the worker's tools file (`spans.py`): equal to encoding the
     chosen definitions again, with tokens equal to one direct count, per file and per tool."""
+    from compiler.infra.serialize import canonical_json
     from compiler.ir import McpBinding, Tool
     from compiler.providers import spans
     from compiler.providers.dialect import Lowered
-    from compiler.serialize import canonical_json
 
     tools = [Tool(id=f"mcp:s:t{index}", source="s", name=f"t{index}", description="", input_schema={},
                   binding=McpBinding(server="s", tool_name=f"t{index}")) for index in range(len(definitions))]

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from compiler.build import Build, Layout, TargetOutput
-from compiler.codegen.router import generate_router
+from compiler.codegen.router.router_package import generate_router
 from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog, Source, Tool
-from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 from tests.support.paths import FIXTURES, ROOT
@@ -63,7 +63,7 @@ def name_map(target: str, tools: dict[str, str | dict[str, Any]]) -> dict[str, A
 
 def with_name_maps(build: Build) -> Build:
     """`build` with the providers' real output (name maps included), as `toolc compile` makes them."""
-    from compiler.providers.emit import emit_providers
+    from compiler.providers.schemas import emit_providers
     from compiler.refs import RefResolver
 
     build.resolver = RefResolver(build.diagnostics)  # make_build has none; the providers stage resolves refs

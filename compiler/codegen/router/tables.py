@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.build import Build
-from compiler.codegen.router_names import NameMaps
+from compiler.codegen.router.names import NameMaps
 from compiler.config import PolicyConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.serialize import compact_json
 from compiler.ir import CredentialArgument, HttpBinding, McpBinding, RiskLevel, Tool
-from compiler.serialize import compact_json
 from compiler.sources.mcp_env import looks_secret
 
 UNROUTABLE_TOOL = "TC630"

@@ -30,17 +30,18 @@ from typing import Any, BinaryIO
 
 from compiler.build import Build, FitOutput, Layout, TargetOutput
 from compiler.config import Config
-from compiler.diagnostics import Diagnostic
+from compiler.fit import deferred
+from compiler.fit.discovery import meta_tools
+from compiler.fit.guide import guide
+from compiler.fit.namespaces import Namespace, plan_namespaces
+from compiler.fit.toolsets import Toolset, plan_toolsets
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject, Tool
-from compiler.providers import codes, deferred, spans, tokens
+from compiler.providers import codes, spans, tokens
 from compiler.providers.dialect import Deferral, Dialect, lower_env
-from compiler.providers.discovery import meta_tools
-from compiler.providers.guide import guide
 from compiler.providers.lower import lower_tool, wants_strict
-from compiler.providers.namespaces import Namespace, plan_namespaces
 from compiler.providers.registry import ALIASES, PROVIDERS
-from compiler.providers.toolsets import Toolset, plan_toolsets
-from compiler.serialize import canonical_json
 
 INDEX_FORMAT = 1
 DEFAULT_LIMIT = 128

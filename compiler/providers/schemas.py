@@ -15,17 +15,17 @@ from typing import Any
 
 import orjson
 
-from compiler import limits
 from compiler.build import Build, Layout, TargetOutput
-from compiler.diagnostics import Diagnostic
+from compiler.infra import limits
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.parallel import can_fork, cores, fork_each
+from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject
-from compiler.parallel import can_fork, cores, fork_each
 from compiler.providers import tokens
 from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.spans import write_array
-from compiler.serialize import canonical_json
 
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
