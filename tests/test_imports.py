@@ -1,19 +1,16 @@
-"""Imports run one way: no cycle in `compiler/` or the router's static modules, and no edge from a lower floor
-of the compiler up to a higher one. Every import counts, deferred or type-only too (`tests/support/imports.py`),
-so neither can stand in for a design that breaks a cycle."""
+"""Imports run one way in `compiler/`: no cycle, and no edge from a lower floor up to a higher one (the router's
+static modules: `tests/router/test_import_graph.py`). Every import counts, deferred or type-only too
+(`tests/support/imports.py`), so neither can stand in for a design that breaks a cycle."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 from tests.support.imports import DEFERRED, TOP, TYPE_ONLY, Edge, find_cycle, import_edges
 from tests.support.paths import ROOT
 
 COMPILER = ROOT / "compiler"
-ROUTER_STATIC = ROOT / "templates" / "router" / "static"
 
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("vocabulary", frozenset({"ir", "schema", "targets"})),
@@ -71,12 +68,6 @@ def test_no_type_only_import_of_our_own_modules() -> None:
     hidden = [f"{edge.source}:{edge.line} {edge.target}" for edge in _compiler_edges()
               if edge.kind == TYPE_ONLY]
     assert hidden == []
-
-
-@pytest.mark.xfail(strict=True, reason="router.py ↔ providers.py ↔ discovery.py: the `guards` branch (issue 23, "
-                   "router side) removes this circle; drop this marker when it is merged")
-def test_router_static_modules_have_no_import_cycle() -> None:
-    assert find_cycle(import_edges(ROUTER_STATIC, "toolc_router")) == []
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
