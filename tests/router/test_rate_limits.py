@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from compiler.config import Config, GatewayConfig, RateLimitRule, RateLimitsConfig, config_from_data
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 RULES = (

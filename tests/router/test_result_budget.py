@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.config import Config, GatewayConfig, OpenApiConfig, ResultBudgetConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog
-from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from tests.support.loopback import KeepAliveHandler, loopback_http
 from tests.support.paths import FIXTURES
