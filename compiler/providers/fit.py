@@ -6,6 +6,7 @@ Files (per target T, beside `schemas/T.json`):
     schemas/toolsets/index.json      toolset → tools and, per target, file/tools/tokens; tool → toolsets, tokens;
                                      per target, what each form costs at the start of a request (`forms`)
     schemas/discovery.T.json         the three meta-tools (`discovery.py`)
+    schemas/code.T.json              code mode's two meta-tools (`codemode.py`): search the functions, run a program
     schemas/T.deferred.json          the provider's own deferred loading, where it has one (`deferred.py`): the
                                      `tools` argument as is, its search tool and every tool with
                                      `defer_loading: true` (OpenAI Responses: in `namespace` groups,
@@ -35,6 +36,7 @@ from compiler.config import Config
 from compiler.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, deferred, spans, tokens
+from compiler.providers.codemode import code_tools
 from compiler.providers.dialect import Deferral, Dialect, LowerEnv
 from compiler.providers.discovery import meta_tools
 from compiler.providers.emit import layout_of, set_aside
@@ -82,14 +84,15 @@ def budgets(build: Build) -> dict[str, int]:
     return out
 
 
-def _discovery(build: Build, target: str) -> list[JsonObject]:
+def _meta_form(build: Build, target: str, tools: list[Tool]) -> list[JsonObject]:
+    """The `tools` argument of a form made of toolc's meta-tools (discovery, code mode), lowered for `target`."""
     dialect = PROVIDERS[target]
     strict = wants_strict(target, build.config)
     definitions: list[JsonObject] = []
-    for tool in meta_tools():
+    for tool in tools:
         env = LowerEnv(build.resolver, {}, build.config.resolver.max_depth, build.config.providers.model_dump())
         lowered, _entry, _found = lower_tool(target, tool, tool.name, env, strict=strict)
-        assert lowered is not None, f"discovery meta-tool {tool.name} does not lower for {target}"
+        assert lowered is not None, f"meta-tool {tool.name} does not lower for {target}"
         definitions.append(lowered.definition)
     return dialect.tools_array(definitions)
 
@@ -177,11 +180,13 @@ def _forms(files: Mapping[str, Any], discovery: Mapping[str, Any], toolset_files
         forms["deferred"] = {"file": row["file"], "start_tokens": row["start_tokens"], "sendable": row["sendable"]}
     forms["discovery"] = {"file": files["discovery"]["file"] if "discovery" in files else None,
                           "start_tokens": discovery["tokens"], "sendable": True}
+    code = files["code"]
+    forms["code"] = {"file": code["file"], "start_tokens": code["tokens"], "sendable": True}
     return forms
 
 
 def emit_fit(build: Build) -> None:
-    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets.
+    """Add the toolset, discovery, code-mode and deferred files and the index; count tokens; enforce budgets.
 
     Reads only the layout of each target's tools file (`spans.py`): toolset files are byte ranges of it, and token
     counts add up from per-tool figures the lowering workers counted."""
@@ -226,7 +231,10 @@ def emit_fit(build: Build) -> None:
         all_ids = list(layout.spans)
         fits = dialect.caps.max_tools is None or len(all_ids) <= dialect.caps.max_tools
         all_tokens = spans.array_tokens(layout, all_ids)
-        discovery = canonical_json(_discovery(build, target))
+        code = canonical_json(_meta_form(build, target, code_tools()))
+        build.add_file(f"schemas/code.{target}.json", code)
+        files["code"] = {"file": f"schemas/code.{target}.json", "tools": 2, "tokens": tokens.count_bytes(code)}
+        discovery = canonical_json(_meta_form(build, target, meta_tools()))
         discovery_row = {"file": f"schemas/discovery.{target}.json", "tools": 3,
                          "tokens": tokens.count_bytes(discovery)}
         if config.discovery or not fits:

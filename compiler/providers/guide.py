@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 FORM_NAMES = {"all": "every tool", "deferred": "native deferral", "toolsets": "a toolset per task",
-              "discovery": "discovery"}
-FORM_LABELS = {**FORM_NAMES, "discovery": "discovery (search, describe, call by id)"}
+              "discovery": "discovery", "code": "code mode"}
+FORM_LABELS = {**FORM_NAMES, "discovery": "discovery (search, describe, call by id)",
+               "code": "code mode (search the functions, run a program)"}
 _ORDER = ("all", "deferred", "toolsets", "discovery")
+_LISTED = (*_ORDER, "code")
+"""Code mode is listed, never chosen: it needs a client that serves its execute tool (`toolc serve --code-mode`)."""
 
 
 EVERY_TOOL_TOKENS = 20_000
@@ -50,7 +53,7 @@ def guide(targets: Mapping[str, Mapping[str, Any]]) -> bytes:
         chosen = chosen_form(forms, budget)
         lines += [f"## {target}", "", f"Send {_file(chosen, forms[chosen])}: {FORM_LABELS[chosen]}.", "",
                   "| form | file | start tokens | can be sent |", "|---|---|---:|---|"]
-        for form in _ORDER:
+        for form in _LISTED:
             row = forms.get(form)
             if row is not None:
                 sendable = "yes" if row.get("sendable") else "no: over a request's limits"
