@@ -9,7 +9,8 @@ Arguments and answers are plain JSON values (dicts and lists): the sandbox has n
     signature   `async def find_pets(*, tags: list[str] | None = None, limit: int | None = None) -> list[Any]:`
     doc         the docstring: description, tool id, each argument, what the call returns
 
-`codemode.py` in the router type-checks a program against the signatures and serves the docs search from them.
+`tools` holds the two code-mode tools as `toolc serve --code-mode` lists them. `codemode.py` in the router
+type-checks a program against the signatures and serves the docs search from them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from compiler.build import Build
 from compiler.codegen.identifiers import snake_name, unique_names
 from compiler.codegen.stubs import function_names, package_names
 from compiler.ir import Tool
+from compiler.providers.codemode import definitions
 from compiler.serialize import compact_json
 
 MAX_DEPTH = 4
@@ -115,4 +117,4 @@ def codemode_file(build: Build, routed: list[Tool], schemas: Mapping[str, Mappin
         modules[packages[source.id]] = {
             names[tool.name]: function_entry(tool, names[tool.name], schemas[tool.id])
             for tool in sorted(tools, key=lambda item: names[item.name])}
-    return compact_json({"format": 1, "modules": dict(sorted(modules.items()))}) + b"\n"
+    return compact_json({"format": 1, "tools": definitions(), "modules": dict(sorted(modules.items()))}) + b"\n"

@@ -38,6 +38,12 @@ _SCHEMAS: dict[str, tuple[str, JsonObject]] = {
 }
 
 
+def definitions() -> list[JsonObject]:
+    """The two tools as `toolc serve --code-mode` lists them over MCP (name, description, input schema)."""
+    return [{"name": name, "description": description, "input_schema": schema}
+            for name, (description, schema) in _SCHEMAS.items()]
+
+
 def code_tools() -> list[Tool]:
     """The code-mode meta-tools as catalog tools (lowered per target by the same code as every tool)."""
     return as_tools(_SCHEMAS)

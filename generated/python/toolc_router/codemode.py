@@ -39,6 +39,7 @@ from ._types import InvocationContext, ToolResult
 from .audit import INVOCATION_END, INVOCATION_START, POLICY_VIOLATION
 from .codemode_docs import (
     DEFAULT_LIMIT,
+    SEARCH_DOCS,
     Function,
     docs_text,
     module_stubs,
@@ -48,8 +49,6 @@ from .codemode_docs import (
 from .router import Router
 
 logger = logging.getLogger(__name__)
-SEARCH_DOCS, EXECUTE = "toolc_search_docs", "toolc_execute_code"
-NAMES = frozenset({SEARCH_DOCS, EXECUTE})
 PROGRAM_TOOL_ID = "toolc:code_mode"
 MAX_CODE = 20_000
 """Characters of a program accepted (a model's program is a few dozen lines)."""

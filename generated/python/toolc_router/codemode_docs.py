@@ -18,6 +18,8 @@ from pathlib import Path
 from .ranking import SearchEntry, SearchIndex
 
 FUNCTIONS_FILE = Path(__file__).with_name("_codemode.json")
+SEARCH_DOCS, EXECUTE = "toolc_search_docs", "toolc_execute_code"
+NAMES = frozenset({SEARCH_DOCS, EXECUTE})
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 MAX_QUERY = 1_000
