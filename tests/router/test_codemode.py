@@ -230,3 +230,25 @@ async def test_an_empty_or_oversized_program_is_refused_and_audited(code: Any) -
     assert (await code.execute("")).denied_by == "validation"
     assert "over 20,000" in (await code.execute("x = 1\n" * 5_000)).error
     assert sum(1 for event, tool, _ in rows(code) if event == "policy_violation" and tool == "toolc:code_mode") == 2
+
+
+# Agent frameworks: a model's tool call in each provider's format --------------------------------------------
+
+async def test_provider_tool_calls_reach_code_mode_and_the_router(code: Any) -> None:
+    from anthropic.types import ToolUseBlock
+    from openai.types.responses import ResponseFunctionToolCall
+
+    program = f"import issues\nlen(await {LIST}(owner='octo', repo='demo', per_page=5))"
+    openai_call = ResponseFunctionToolCall(type="function_call", call_id="c1", name="toolc_execute_code",
+                                           arguments=json.dumps({"code": program}))
+    ran = await code.call_openai_tool_call(openai_call)
+    assert (ran.content[0]["text"], ran.call_id) == ("5", "c1")
+    docs = await code.call_anthropic_tool_use(ToolUseBlock(type="tool_use", id="t1", name="toolc_search_docs",
+                                                           input={"query": "get an issue", "limit": 1}))
+    assert docs.structured == {"functions": ["issues.issues_get"]} and docs.call_id == "t1"
+    malformed = await code.call_openai_tool_call(ResponseFunctionToolCall(
+        type="function_call", call_id="c2", name="toolc_execute_code", arguments="{not json"))
+    assert malformed.denied_by == "validation" and malformed.call_id == "c2"
+    direct = await code.call_gemini_function_call({"name": "openapi:issues:issues/get",
+                                                   "args": {"owner": "octo", "repo": "demo", "issue_number": 3}})
+    assert direct.structured["number"] == 3  # beside code mode, a tool's own call goes to the router

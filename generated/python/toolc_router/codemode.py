@@ -35,10 +35,12 @@ from typing import Any
 
 import pydantic_monty as monty
 
+from . import providers
 from ._types import InvocationContext, ToolResult
 from .audit import INVOCATION_END, INVOCATION_START, POLICY_VIOLATION
 from .codemode_docs import (
     DEFAULT_LIMIT,
+    NAMES,
     SEARCH_DOCS,
     Function,
     docs_text,
@@ -438,6 +440,48 @@ class CodeMode:
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.__aexit__(None, None, None)
+
+    # A model's tool call, in each provider's format (agent frameworks) ------------------------------------------
+
+    async def call_openai_tool_call(
+        self, tool_call: Any, *, context: InvocationContext | None = None
+    ) -> ToolResult:
+        return await self._provider_call(*providers.parse_openai(tool_call), context)
+
+    async def call_anthropic_tool_use(
+        self, block: Any, *, context: InvocationContext | None = None
+    ) -> ToolResult:
+        return await self._provider_call(*providers.parse_anthropic(block), context)
+
+    async def call_gemini_function_call(
+        self, function_call: Any, *, context: InvocationContext | None = None
+    ) -> ToolResult:
+        return await self._provider_call(
+            *providers.parse_gemini(function_call), context
+        )
+
+    async def _provider_call(
+        self,
+        target: str,
+        name: str,
+        raw_arguments: Any,
+        call_id: str | None,
+        context: InvocationContext | None,
+    ) -> ToolResult:
+        """A code-mode tool's call answered here; any other name goes to the router as the router's entry
+        points send it (code mode beside the tools)."""
+        if name not in NAMES:
+            return await providers.route(
+                self.router, target, name, raw_arguments, call_id, context
+            )
+        arguments, malformed = providers.decode(raw_arguments)
+        if malformed is not None:
+            result = await self._refuse(
+                uuid.uuid4().hex, context or self.router.default_context, malformed
+            )
+            result.call_id = call_id
+            return result
+        return await self.serve(name, arguments, call_id, context)
 
     # Serving -------------------------------------------------------------------------------------------------
 
