@@ -31,6 +31,8 @@ MAX_DEPTH = 4
 MAX_LITERALS = 12
 """Enum values spelt as a `Literal[...]`; a longer enum is its base type."""
 MAX_DESCRIPTION = 600
+MAX_ANSWER_KEYS = 12
+"""Keys of an answer listed in a docstring (required ones first); the rest are counted."""
 MAX_ARGUMENT_NOTE = 200
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
@@ -68,13 +70,44 @@ def _union(parts: list[str]) -> str:
     return " | ".join(sorted(kept, key=lambda part: part == "None"))  # None last, as people write it
 
 
+def _resolved(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """`schema` with a root `$ref` to a shared definition followed (a few hops at most)."""
+    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and depth < MAX_DEPTH:
+        ref = schema["$ref"]
+        schema = defs.get(ref.rsplit("/", 1)[-1]) if ref.startswith("#/$defs/") else None
+        depth += 1
+    return schema
+
+
+def answer_shape(schema: Any, defs: Mapping[str, Any]) -> str:
+    """What a call returns, for the docstring: an object's keys with their types, or a list of such objects, so a
+    program reads the answer without seeing it first (`list of dict: number (int), title (str), user (dict), ...`)."""
+    schema = _resolved(schema, defs)
+    if not isinstance(schema, Mapping):
+        return "the answer as JSON"
+    if schema.get("type") == "array":
+        item = _resolved(schema.get("items"), defs)
+        return f"list of {answer_shape(item, defs)}" if isinstance(item, Mapping) else "list"
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return annotation(schema, defs)
+    required = set(schema.get("required") or ())
+    keys = sorted(properties, key=lambda key: (key not in required, key))
+    shown = ", ".join(f"{key} ({annotation(_resolved(properties[key], defs), defs)})"
+                      for key in keys[:MAX_ANSWER_KEYS])
+    more = f", and {len(keys) - MAX_ANSWER_KEYS} more keys" if len(keys) > MAX_ANSWER_KEYS else ""
+    return f"dict: {shown}{more}"
+
+
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def function_entry(tool: Tool, name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The `_codemode.json` entry of one tool: its signature, docstring and argument names."""
+def function_entry(tool: Tool, name: str, schema: Mapping[str, Any],
+                   shared: Mapping[str, Any]) -> dict[str, Any]:
+    """The `_codemode.json` entry of one tool: its signature, docstring and argument names (`schema`: the bundled
+    input schema; `shared`: the source's definitions, which the output schema refers to)."""
     properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     assert isinstance(properties, Mapping)
     required = set(schema.get("required") or ()) & set(properties)
@@ -92,15 +125,15 @@ def function_entry(tool: Tool, name: str, schema: Mapping[str, Any]) -> dict[str
         described = properties[wire].get("description") if isinstance(properties[wire], Mapping) else None
         note = _one_line(described, MAX_ARGUMENT_NOTE) if isinstance(described, str) else ""
         notes.append(f"    {python[wire]}{sent}: {note}".rstrip())
-    returns = annotation(tool.output_schema, tool.output_schema.get("$defs") or {}) \
-        if isinstance(tool.output_schema, Mapping) else "Any"
+    output = _resolved(tool.output_schema, shared)
+    returns = annotation(output, shared) if isinstance(output, Mapping) else "Any"
     returns = "dict[str, Any]" if returns.startswith("dict[") else returns
     arguments = f"*, {', '.join(params)}" if params else ""
     description = _one_line(tool.description or tool.title or f"Call the tool {tool.name!r}.", MAX_DESCRIPTION)
     doc = [description, "", f"Tool id: {tool.id}"]
     if notes:
         doc += ["", "Args:", *notes]
-    doc += ["", f"Returns: {returns} (the answer as JSON)"]
+    doc += ["", f"Returns: {answer_shape(tool.output_schema, shared) if output is not None else 'the answer as JSON'}"]
     return {"tool": tool.id, "params": {python[wire]: wire for wire in wires},
             "signature": f"async def {name}({arguments}) -> {returns}:", "doc": "\n".join(doc)}
 
@@ -115,6 +148,6 @@ def codemode_file(build: Build, routed: list[Tool], schemas: Mapping[str, Mappin
             continue
         names = function_names(tools)
         modules[packages[source.id]] = {
-            names[tool.name]: function_entry(tool, names[tool.name], schemas[tool.id])
+            names[tool.name]: function_entry(tool, names[tool.name], schemas[tool.id], source.definitions)
             for tool in sorted(tools, key=lambda item: names[item.name])}
     return compact_json({"format": 1, "tools": definitions(), "modules": dict(sorted(modules.items()))}) + b"\n"

@@ -76,7 +76,8 @@ def test_docs_return_ready_signatures_with_docstrings(code: Any) -> None:
     assert "async def issues_list_for_repo(*, owner: str, repo: str," in text
     assert 'direction: Literal["asc", "desc"] | None = None' in text
     assert "Tool id: openapi:issues:issues/list-for-repo" in text
-    assert "Returns: list[Any]" in text
+    assert ") -> list[dict[str, Any]]:" in text
+    assert "Returns: list of dict: comments (int), created_at (str), id (int), number (int), state (str)" in text
 
 
 def test_docs_show_only_what_the_caller_may_use(code: Any) -> None:
