@@ -1,11 +1,12 @@
 """`schemas/README.md`: which file to send, per target, read off the index's `forms` (`fit.py`).
 
 The output folder answers the first question a user has about an API too big for one request: the forms each
-target can get (every tool, its native deferral, a toolset, the discovery meta-tools), what each costs at the start
-of a request, whether it can be sent at all, and the one to send. The choice: every tool while they fit a request
-and the budget; else the provider's own deferred loading, which keeps each tool's schema (and strict mode) at the
+target can get (every tool, its native deferral, a toolset, the discovery meta-tools, code mode), what each costs
+at the start of a request, whether it can be sent at all, and the one to send. The choice: every tool while they
+fit a request and the budget; else the provider's own deferred loading, which keeps each tool's schema (and strict mode) at the
 provider; else a toolset per task; else discovery, which reaches every tool through three meta-tools but gives up
-that per-tool enforcement. Deterministic: the same index gives the same bytes.
+that per-tool enforcement. Code mode is listed, never chosen: its execute tool needs a server that runs programs.
+Deterministic: the same index gives the same bytes.
 """
 
 from __future__ import annotations

@@ -253,3 +253,25 @@ async def test_provider_tool_calls_reach_code_mode_and_the_router(code: Any) -> 
     direct = await code.call_gemini_function_call({"name": "openapi:issues:issues/get",
                                                    "args": {"owner": "octo", "repo": "demo", "issue_number": 3}})
     assert direct.structured["number"] == 3  # beside code mode, a tool's own call goes to the router
+
+
+async def test_calls_from_a_program_are_traced_as_direct_calls(code: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    await code.router.call_tool("openapi:issues:issues/get", {"owner": "octo", "repo": "demo", "issue_number": 1})
+    program = ("import issues\nawait issues.issues_get(owner='octo', repo='demo', issue_number=1)\n"
+               "try:\n    await issues.issues_create(owner='octo', repo='demo', title='x')\n"
+               "except PermissionError:\n    pass")
+    assert not (await code.execute(program)).is_error
+    spans = [span for span in memory.get_finished_spans() if span.instrumentation_scope.name == "toolc_router"]
+    direct, from_program, denied = spans
+    assert from_program.name == direct.name == "execute_tool issues/get"
+    assert dict(from_program.attributes or {}).keys() == dict(direct.attributes or {}).keys()
+    assert denied.attributes is not None and denied.attributes["toolc.policy.decision"] == "deny"

@@ -81,6 +81,12 @@ async def test_code_mode_over_stdio_with_the_official_client(project: Path, api:
                              "in the project file\n")
         typo = await client.call_tool("toolc_execute_code", {"code": "import issues\nissues.issues_gte()"})
         assert typo.is_error and "main.py:2:1: error[unresolved-attribute]" in text(typo)
+        for hostile in ("x = [1] * (10 ** 9)", "def f(n):\n    return f(n + 1)\nf(0)", "import os\nos.environ",
+                        "print('x' * 10_000_000)", "raise SystemExit(1)"):
+            contained = await client.call_tool("toolc_execute_code", {"code": hostile})
+            assert contained.is_error or "[output limit: " in text(contained), hostile
+        again = await client.call_tool("toolc_execute_code", {"code": "import issues\n'still serving'"})
+        assert text(again) == '"still serving"'
         direct = await client.call_tool("issues_get", {"owner": "octo", "repo": "demo", "issue_number": 1})
         assert direct.is_error and "denied by code_mode: this server serves code mode only" in text(direct)
     assert api[1][before:] == ["/repos/octo/demo/issues?per_page=1", "/repos/octo/demo/issues/40",
