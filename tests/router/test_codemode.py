@@ -275,3 +275,20 @@ async def test_calls_from_a_program_are_traced_as_direct_calls(code: Any, monkey
     assert from_program.name == direct.name == "execute_tool issues/get"
     assert dict(from_program.attributes or {}).keys() == dict(direct.attributes or {}).keys()
     assert denied.attributes is not None and denied.attributes["toolc.policy.decision"] == "deny"
+
+
+async def test_fails_closed_without_an_audit_or_a_sandbox(rt: Any, code: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolc_router.codemode import CodeMode
+
+    class Refusing(rt.MemoryAuditSink):  # type: ignore[misc,name-defined]
+        def emit_many(self, events: Any) -> None:
+            raise OSError("disk full")
+
+    unaudited = CodeMode(rt.Router(audit_sink=Refusing()))
+    refused = await unaudited.execute("print('never')")
+    assert (refused.denied_by, refused.error) == ("audit", "audit unavailable (OSError); program refused")
+    assert (await unaudited.execute("")).denied_by == "audit"
+    monkeypatch.setenv("MONTY_BIN", "/nonexistent/monty")
+    no_sandbox = CodeMode(code.router)
+    result = await no_sandbox.execute("1 + 1")
+    assert result.is_error and result.error.startswith("the sandbox cannot start ("), result.error

@@ -141,6 +141,17 @@ def _refuse_os(**_call: Any) -> Any:
     return monty.NOT_HANDLED  # files, environment and clock: not granted
 
 
+def _unaudited(invocation_id: str, exc: Exception) -> ToolResult:
+    """Fail closed: a program whose start or refusal the audit cannot store does not run."""
+    logger.debug("audit sink refused a program", exc_info=True)
+    return ToolResult.failure(
+        f"audit unavailable ({type(exc).__name__}); program refused",
+        tool_id=PROGRAM_TOOL_ID,
+        invocation_id=invocation_id,
+        denied_by="audit",
+    )
+
+
 class _Run:
     """One program's run: the functions it may call, its calls counted and their invocation ids kept."""
 
@@ -285,13 +296,7 @@ class CodeMode:
                 {"kind": "code", "code_sha256": digest, "chars": len(code)},
             )
         except Exception as exc:
-            logger.debug("audit sink refused a program", exc_info=True)
-            return ToolResult.failure(
-                f"audit unavailable ({type(exc).__name__}); program refused",
-                tool_id=PROGRAM_TOOL_ID,
-                invocation_id=invocation_id,
-                denied_by="audit",
-            )
+            return _unaudited(invocation_id, exc)
         run = _Run(self, context, invocation_id)
         started = time.perf_counter()
         result = await self._run(code, run)
@@ -319,13 +324,16 @@ class CodeMode:
     async def _refuse(
         self, invocation_id: str, context: InvocationContext, reason: str
     ) -> ToolResult:
-        await self.router.audit_event(
-            POLICY_VIOLATION,
-            invocation_id,
-            PROGRAM_TOOL_ID,
-            context,
-            {"gate": "validation", "reason": reason},
-        )
+        try:
+            await self.router.audit_event(
+                POLICY_VIOLATION,
+                invocation_id,
+                PROGRAM_TOOL_ID,
+                context,
+                {"gate": "validation", "reason": reason},
+            )
+        except Exception as exc:
+            return _unaudited(invocation_id, exc)
         return ToolResult.failure(
             f"denied by validation: {reason}",
             tool_id=PROGRAM_TOOL_ID,
@@ -336,7 +344,13 @@ class CodeMode:
     async def _run(self, code: str, run: _Run) -> ToolResult:
         limits = self.limits
         output = _Output(limits.output_chars)
-        pool = await self._started_pool()
+        try:
+            pool = await self._started_pool()
+        except (OSError, RuntimeError) as exc:  # no worker binary, or it cannot start
+            logger.debug("the sandbox cannot start", exc_info=True)
+            return self._failed(
+                f"the sandbox cannot start ({type(exc).__name__}: {exc})", output
+            )
         try:
             async with pool.checkout(
                 limits={
