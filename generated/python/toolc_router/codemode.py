@@ -143,7 +143,6 @@ def _refuse_os(**_call: Any) -> Any:
 
 def _unaudited(invocation_id: str, exc: Exception) -> ToolResult:
     """Fail closed: a program whose start or refusal the audit cannot store does not run."""
-    logger.debug("audit sink refused a program", exc_info=True)
     return ToolResult.failure(
         f"audit unavailable ({type(exc).__name__}); program refused",
         tool_id=PROGRAM_TOOL_ID,
@@ -296,6 +295,7 @@ class CodeMode:
                 {"kind": "code", "code_sha256": digest, "chars": len(code)},
             )
         except Exception as exc:
+            logger.debug("audit sink refused a program", exc_info=True)
             return _unaudited(invocation_id, exc)
         run = _Run(self, context, invocation_id)
         started = time.perf_counter()
@@ -333,6 +333,7 @@ class CodeMode:
                 {"gate": "validation", "reason": reason},
             )
         except Exception as exc:
+            logger.debug("audit sink refused a program", exc_info=True)
             return _unaudited(invocation_id, exc)
         return ToolResult.failure(
             f"denied by validation: {reason}",
