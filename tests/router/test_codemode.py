@@ -194,12 +194,15 @@ async def test_invalid_and_smuggled_arguments_are_refused_by_the_router(code: An
                                   f"await {LIST}(owner='octo', repo='demo', **args)")
     renamed = await code.execute("import issues\nfrom typing import Any\nargs: Any = {'id': 2}\n"
                                  "await issues.issues_get(owner='octo', repo='demo', issue_number=1, **args)")
+    twice = await code.execute(f"import issues\nfrom typing import Any\nargs: Any = {{'type': 'x'}}\n"
+                               f"await {LIST}(owner='octo', repo='demo', type_='bug', **args)")
     assert "denied by validation: invalid arguments: /per_page" in invalid.error
     assert "denied by validation" in smuggled.error and "x_admin" in smuggled.error
     assert "denied by validation" in renamed.error
+    assert "PermissionError: issues.issues_list_for_repo: denied: argument 'type' given twice" in twice.error
     assert len(api[1]) == before
     gates = [payload.get("gate") for event, _tool, payload in rows(code) if event == "policy_violation"]
-    assert gates.count("validation") == 3
+    assert gates.count("validation") == 3 and gates.count("code_mode_arguments") == 1
 
 
 async def test_calls_past_the_limit_are_refused_and_audited(code: Any, api: tuple[str, list[str]]) -> None:

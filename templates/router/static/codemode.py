@@ -95,8 +95,9 @@ class _Output:
 
     def __call__(self, stream: str, text: str) -> None:
         piece = text[: max(self.budget - self.kept, 0)]
-        self.parts.append(piece)
-        self.kept += len(piece)
+        if piece:
+            self.parts.append(piece)
+            self.kept += len(piece)
         self.dropped += len(text) - len(piece)
 
     def text(self) -> str:
@@ -160,11 +161,9 @@ class _Run:
         context: InvocationContext,
         invocation_id: str,
     ) -> None:
-        self.code_mode, self.context, self.invocation_id = (
-            code_mode,
-            context,
-            invocation_id,
-        )
+        self.code_mode = code_mode
+        self.context = context
+        self.invocation_id = invocation_id
         self.calls: list[str] = []
         self.limit: str | None = None
 
@@ -202,9 +201,8 @@ class _Run:
             raise LimitReached(self.limit)
         arguments: dict[str, Any] = {}
         for name, value in kwargs.items():
-            wire = function.params.get(
-                name, name
-            )  # an unknown name: the router's schema check refuses it
+            # An unknown name goes as it is: the router's schema check refuses it.
+            wire = function.params.get(name, name)
             if wire in arguments:
                 reason = f"argument {wire!r} given twice (as {name!r} too)"
                 await self._refused(function, "code_mode_arguments", reason)
