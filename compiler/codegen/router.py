@@ -7,9 +7,11 @@ the same for every project: real Python files under `templates/router/static/`, 
 type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
 compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
 (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input schemas the router
-validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run time,
-`requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code imports the
-`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never `compiler`. See
+validates arguments against (`router_guard`); `_codemode.json` the functions code mode offers (`router_codemode`);
+`requirements.txt` lists what it needs at run time, `requirements-postgres.txt` adds the optional PostgreSQL audit
+driver (`router_audit`), `requirements-codemode.txt` code mode's sandbox. Generated code imports the
+`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code
+mode), never `compiler`. See
 `router_tables`, `router_names` and `router_guard` for what is baked and its diagnostics.
 """
 from __future__ import annotations
