@@ -80,9 +80,13 @@ def test_docs_return_ready_signatures_with_docstrings(code: Any) -> None:
     assert "Returns: list of dict: comments (int), created_at (str), id (int), number (int), state (str)" in text
 
 
-def test_docs_show_only_what_the_caller_may_use(code: Any) -> None:
+async def test_the_caller_sees_and_calls_only_what_it_may_use(code: Any, api: tuple[str, list[str]]) -> None:
     code.may_use = lambda tool_id, context: "comments" not in tool_id
     assert "issues.issues_list_comments" not in code.docs("list comments of an issue", 5).structured["functions"]
+    before = len(api[1])
+    hidden = await code.execute("import issues\nawait issues.issues_list_comments(owner='o', repo='r', issue_number=1)")
+    assert "error[unresolved-attribute] Module `issues` has no member `issues_list_comments`" in hidden.error
+    assert len(api[1]) == before
 
 
 # Programs -----------------------------------------------------------------------------------------------------

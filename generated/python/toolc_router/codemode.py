@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -55,6 +56,7 @@ PROGRAM_TOOL_ID = "toolc:code_mode"
 MAX_CODE = 20_000
 """Characters of a program accepted (a model's program is a few dozen lines)."""
 MAX_ERROR = 2_000
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MayUse = Callable[[str, InvocationContext], bool]
 PRELUDE = "class PermissionError(OSError): ...\n"
 """Names the sandbox has that its type checker's builtins lack (a refused call raises PermissionError)."""
@@ -167,10 +169,18 @@ class _Run:
         self.calls: list[str] = []
         self.limit: str | None = None
 
-    def modules(self) -> dict[str, Callable[[], Awaitable[monty.ExternalModule]]]:
+    def modules(
+        self, code: str
+    ) -> dict[str, Callable[[], Awaitable[monty.ExternalModule]]]:
+        """Each module the caller may use, holding only the functions the program names: a program cannot reach
+        a function without writing its name, and the type checker reads a few signatures, not a whole API's."""
+        named = set(_NAME.findall(code))
         visible = self.code_mode.visible(self.context)
         return {
-            name: self._module(members) for name, members in modules(visible).items()
+            name: self._module(
+                [function for function in members if function.name in named]
+            )
+            for name, members in modules(visible).items()
         }
 
     def _module(
@@ -362,7 +372,7 @@ class CodeMode:
                 type_check_stubs=PRELUDE,
                 type_check_format="concise",
                 os_policy=_SANDBOX_OS,
-                external_modules=run.modules(),
+                external_modules=run.modules(code),
             ) as session:
                 value = await asyncio.wait_for(
                     session.feed_run(code, print_callback=output, os=_refuse_os),
