@@ -284,8 +284,8 @@ def create_app(
             if coded and code is not None and malformed is None:
                 result = await code.call(name, arguments, http_context)
             elif served_here and malformed is None:
-                result = await discovery.serve(
-                    router, name, arguments, None, http_context
+                result = await router.execute(
+                    discovery.answer(name, arguments, None), http_context
                 )
             else:
                 result = await router.checked_call(

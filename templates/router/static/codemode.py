@@ -494,8 +494,8 @@ class CodeMode:
         """A code-mode tool's call answered here; any other name goes to the router as the router's entry
         points send it (code mode beside the tools)."""
         if name not in NAMES:
-            return await providers.route(
-                self.router, target, name, raw_arguments, call_id, context
+            return await self.router.execute(
+                providers.route(target, name, raw_arguments, call_id), context
             )
         arguments, malformed = providers.decode(raw_arguments)
         if malformed is not None:

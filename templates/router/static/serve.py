@@ -29,7 +29,7 @@ import anyio
 from ._types import MODES, InvocationContext
 from .router import Router
 from .serve_catalog import PAGE_SIZE, ServedCatalog
-from .serve_codemode import SERVE_MODES, served_code_mode
+from .serve_codemode import SERVE_MODES, CodeModeUnavailable, served_code_mode
 from .serve_http import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -142,8 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         spec_hash=options.spec_hash,
     )
     router = Router(default_context=context)
-    code = served_code_mode(router, options.code_mode) if options.code_mode else None
     try:
+        code = (
+            served_code_mode(router, options.code_mode) if options.code_mode else None
+        )
         if options.transport == "stdio":
             anyio.run(
                 lambda: run_stdio(
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             write_timeout=options.write_timeout,
             code=code,
         )
-    except ServeError as exc:
+    except (ServeError, CodeModeUnavailable) as exc:
         print(f"toolc_router.serve: {exc}", file=sys.stderr)
         return 2
     print(

@@ -9,6 +9,7 @@ reaches the tools from its programs alone. `GET /tools?provider=TARGET` then han
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from functools import cache
@@ -30,13 +31,23 @@ ONLY_REFUSAL = PolicyDecision(
 )
 
 
+class CodeModeUnavailable(Exception):
+    """Code mode was asked for, but its sandbox is not installed."""
+
+
 def served_code_mode(router: Router, mode: str) -> ServedCodeMode:
     """Code mode over `router`, served `mode` (`only` or `beside`)."""
-    # Imported here, not above: the sandbox (pydantic-monty) is an optional dependency of the router, needed only
-    # by a server started with code mode (as psycopg is only by a PostgreSQL audit).
-    from .codemode import CodeMode
-
-    return ServedCodeMode(CodeMode(router), mode)
+    # Loaded by name, as audit_pg loads psycopg: the sandbox (pydantic-monty) is an optional dependency, needed
+    # only by a server started with code mode.
+    try:
+        module = importlib.import_module(f"{__package__}.codemode")
+    except ImportError as exc:
+        raise CodeModeUnavailable(
+            f"code mode needs pydantic-monty ({exc}): "
+            "pip install -r toolc_router/requirements-codemode.txt"
+        ) from None
+    runner: CodeRunner = module.CodeMode(router)
+    return ServedCodeMode(runner, mode)
 
 
 class CodeRunner(Protocol):
