@@ -5,6 +5,7 @@ denied call inside it is an error the program catches; over HTTP the flat endpoi
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,3 +123,15 @@ def test_code_mode_only_hands_out_the_code_file_over_http(project: Path, api: tu
                              headers={"Content-Type": "application/json"},
                              content=json.dumps({"owner": "octo", "repo": "demo", "issue_number": 2}))
         assert direct.status_code == 403 and "denied by code_mode" in direct.json()["content"][0]["text"]
+
+
+def test_without_the_sandbox_code_mode_refuses_to_start(project: Path, api: tuple[str, list[str]],
+                                                       tmp_path: Path) -> None:
+    shadow = tmp_path / "pydantic_monty"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('not installed here')\n")
+    env = {**environ(api), "PYTHONPATH": str(tmp_path)}
+    started = subprocess.run([sys.executable, *serve_args(project, "--code-mode")], env=env, cwd=project.parent,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert started.returncode == 2
+    assert "code mode needs pydantic-monty (not installed here)" in started.stderr
