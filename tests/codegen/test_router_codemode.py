@@ -1,4 +1,4 @@
-"""Code mode's Python signatures from JSON Schema (`compiler/codegen/router_codemode.py`): what a type checker
+"""Code mode's Python signatures from JSON Schema (`compiler/codegen/router/codemode.py`): what a type checker
 holds a program to must accept every value the schema does, and read as people write Python."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.router_codemode import MAX_ANSWER_KEYS, annotation, answer_shape, function_entry
+from compiler.codegen.router.codemode import MAX_ANSWER_KEYS, annotation, answer_shape, function_entry
 from compiler.ir import McpBinding, Tool
 
 DEFS = {"user": {"type": "object", "properties": {"login": {"type": "string"}}},

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from compiler.providers.codemode import EXECUTE, SEARCH_DOCS
-from compiler.providers.registry import PROVIDERS
-from compiler.providers.validate import validate
+from compiler.fit.codemode import EXECUTE, SEARCH_DOCS
+from compiler.providers.registry import PROVIDERS, validate
 from tests.support.paths import ROOT
 
 SCHEMAS = ROOT / "generated" / "schemas"
