@@ -5,8 +5,9 @@
 For GitHub and Stripe (`fixtures/corpus/openapi/`) and Microsoft Graph v1.0 (`/work/shared/corpus/openapi/`, the
 bench only), `toolc list --tokens --json` per target: every tool (`schemas/<target>.json`), toolsets (the largest
 toolset file; one is sent per request), the provider's native deferral (`schemas/<target>.deferred.json`: what the
-model sees before it searches) and toolc's discovery meta-tools. o200k_base tokens, as `toolc list --tokens`
-counts them. Target: OpenAI native deferral <= 6,000 tokens for GitHub.
+model sees before it searches), toolc's discovery meta-tools and code mode's two tools (`schemas/code.<target>.json`:
+search the functions, run a program). o200k_base tokens, as `toolc list --tokens` counts them. Targets: OpenAI native
+deferral <= 6,000 tokens for GitHub; code mode <= 1,500 tokens for every API and target.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ TOOLC = ROOT / ".venv" / "bin" / "toolc"
 SPECS = {"github": ROOT / "fixtures/corpus/openapi/github.json", "stripe": ROOT / "fixtures/corpus/openapi/stripe.json"}
 GRAPH = Path("/work/shared/corpus/openapi/microsoft-graph-v1.0.json")
 TARGETS = ("openai-responses", "openai-chat", "anthropic", "gemini")
-FORMS = ("all", "toolsets", "deferred", "discovery")
+FORMS = ("all", "toolsets", "deferred", "discovery", "code")
 GOAL = ("github", "openai-responses", "deferred", 6_000)
+CODE_GOAL = 1_500
 
 
 def forms_of(spec: Path) -> tuple[dict[str, dict[str, dict[str, object]]], int, float]:
@@ -62,6 +64,10 @@ def main() -> None:
         for target in TARGETS:
             row = forms[target]
             print(f"| {name} | {tools:,} | {target} | {' | '.join(cell(row.get(form)) for form in FORMS)} |")
+            code = row["code"]["start_tokens"]
+            assert isinstance(code, int)
+            if code > CODE_GOAL:
+                failures.append(f"{name} {target} code mode: {code:,} tokens > {CODE_GOAL:,}")
         print(f"<!-- {name}: toolc list --tokens in {seconds:.1f} s -->")
         if name == GOAL[0]:
             got = forms[GOAL[1]][GOAL[2]]["start_tokens"]

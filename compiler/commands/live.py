@@ -257,7 +257,8 @@ def _row(tool: Tool, settings: OpenApiConfig | None) -> dict[str, Any]:
     if assessment is not None and assessment.reason:
         row["risk_reason"] = assessment.reason
     return row
-FORMS = {"all": "every tool", "toolsets": "toolsets", "deferred": "native deferral", "discovery": "discovery"}
+FORMS = {"all": "every tool", "toolsets": "toolsets", "deferred": "native deferral", "discovery": "discovery",
+         "code": "code mode"}
 
 
 def _forms_table(totals: dict[str, Any]) -> None:

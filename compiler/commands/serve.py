@@ -63,6 +63,9 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
               help="Invocation mode every call runs in (policy gate 2).")
 @click.option("--spec-hash", help="The frozen spec's hash: lets execution mode run high-risk tools (gate 3).")
 @click.option("--project-id", help="The project the calls belong to (gate 4).")
+@click.option("--code-mode", type=click.Choice(["only", "beside"]), is_flag=False, flag_value="only",
+              help="Serve code mode (search the functions, run a program in a sandbox): its two tools instead of "
+                   "the project's (only, the default) or beside them. Needs pydantic-monty.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path),
               help="Serve the output folder a compile wrote (`toolc compile PATH... --out DIR`), without a project "
                    "file.")
@@ -70,7 +73,7 @@ def _import_package(python_dir: Path) -> tuple[Any, Any]:
 def serve_command(config_path: Path, transport: str, host: str, port: int, page_size: int, max_body: int,
                   max_calls: int, max_connections: int, max_sessions: int, head_timeout: float,
                   body_timeout: float, write_timeout: float, mode: str, spec_hash: str | None,
-                  project_id: str | None, out_dir: Path | None) -> None:
+                  project_id: str | None, code_mode: str | None, out_dir: Path | None) -> None:
     """Serve the project's compiled tools through its policy-checked router (run `toolc compile` first), or the
     output folder of an ad-hoc compile with --out."""
     output_dir, root, compile_hint = _what_to_serve(config_path, out_dir)
@@ -96,6 +99,7 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
             "--schemas-dir", str((output_dir / "schemas").resolve()), "--mode", mode]
     argv += ["--spec-hash", spec_hash] if spec_hash else []
     argv += ["--project-id", project_id] if project_id else []
+    argv += ["--code-mode", code_mode] if code_mode else []
     sys.exit(serve.main(argv))
 
 

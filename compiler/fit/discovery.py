@@ -35,8 +35,14 @@ _SCHEMAS: dict[str, tuple[str, JsonObject]] = {
 }
 
 
-def meta_tools() -> list[Tool]:
-    """The meta-tools as catalog tools (lowered per target by the same code as every tool)."""
+def as_tools(schemas: dict[str, tuple[str, JsonObject]]) -> list[Tool]:
+    """toolc's own meta-tools (name → description, input schema) as catalog tools, lowered per target by the same
+    code as every tool (discovery's here, code mode's in `codemode.py`)."""
     return [Tool(id=f"mcp:{SERVER}:{name}", source=SERVER, name=name, description=description,
                  input_schema=schema, binding=McpBinding(server=SERVER, tool_name=name))
-            for name, (description, schema) in _SCHEMAS.items()]
+            for name, (description, schema) in schemas.items()]
+
+
+def meta_tools() -> list[Tool]:
+    """The discovery meta-tools as catalog tools."""
+    return as_tools(_SCHEMAS)

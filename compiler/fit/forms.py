@@ -6,6 +6,7 @@ Files (per target T, beside `schemas/T.json`):
     schemas/toolsets/index.json      toolset → tools and, per target, file/tools/tokens; tool → toolsets, tokens;
                                      per target, what each form costs at the start of a request (`forms`)
     schemas/discovery.T.json         the three meta-tools (`discovery.py`)
+    schemas/code.T.json              code mode's two meta-tools (`codemode.py`): search the functions, run a program
     schemas/T.deferred.json          the provider's own deferred loading, where it has one (`deferred.py`): the
                                      `tools` argument as is, its search tool and every tool with
                                      `defer_loading: true` (OpenAI Responses: in `namespace` groups,
@@ -31,6 +32,7 @@ from typing import Any, BinaryIO
 from compiler.build import Build, FitOutput, Layout, TargetOutput
 from compiler.config import Config
 from compiler.fit import deferred
+from compiler.fit.codemode import code_tools
 from compiler.fit.discovery import meta_tools
 from compiler.fit.guide import guide
 from compiler.fit.namespaces import Namespace, plan_namespaces
@@ -80,14 +82,15 @@ def budgets(build: Build) -> dict[str, int]:
     return out
 
 
-def _discovery(build: Build, target: str) -> list[JsonObject]:
+def _meta_form(build: Build, target: str, tools: list[Tool]) -> list[JsonObject]:
+    """The `tools` argument of a form made of toolc's meta-tools (discovery, code mode), lowered for `target`."""
     dialect = PROVIDERS[target]
     strict = wants_strict(target, build.config)
     definitions: list[JsonObject] = []
-    for tool in meta_tools():
+    for tool in tools:
         env = lower_env(build.resolver, {}, build.config)
         lowered, _entry, _found = lower_tool(target, tool, tool.name, env, strict=strict)
-        assert lowered is not None, f"discovery meta-tool {tool.name} does not lower for {target}"
+        assert lowered is not None, f"meta-tool {tool.name} does not lower for {target}"
         definitions.append(lowered.definition)
     return dialect.tools_array(definitions)
 
@@ -168,6 +171,8 @@ def _forms(files: Mapping[str, Any], discovery: Mapping[str, Any], toolset_files
         forms["deferred"] = {"file": row["file"], "start_tokens": row["start_tokens"], "sendable": row["sendable"]}
     forms["discovery"] = {"file": files["discovery"]["file"] if "discovery" in files else None,
                           "start_tokens": discovery["tokens"], "sendable": True}
+    code = files["code"]
+    forms["code"] = {"file": code["file"], "start_tokens": code["tokens"], "sendable": True}
     return forms
 
 
@@ -229,7 +234,7 @@ def _write_discovery(build: Build, output: TargetOutput, written: _Written) -> d
     """The discovery form: its own file when asked for, and `schemas/<target>.json` when the tools do not fit
     one request (TC771). Returns its row."""
     target, dialect = output.target, PROVIDERS[output.target]
-    discovery = canonical_json(_discovery(build, target))
+    discovery = canonical_json(_meta_form(build, target, meta_tools()))
     row = {"file": f"schemas/discovery.{target}.json", "tools": 3, "tokens": tokens.count_bytes(discovery)}
     if build.config.toolsets.discovery or not output.fits_one_request:
         build.add_file(f"schemas/discovery.{target}.json", discovery)
@@ -244,6 +249,13 @@ def _write_discovery(build: Build, output: TargetOutput, written: _Written) -> d
             f"discovery form (search, describe, call by id); to give the model the tools themselves send {instead} "
             f"(schemas/README.md compares the forms)"), target))
     return row
+
+
+def _write_code_mode(build: Build, target: str, written: _Written) -> None:
+    """Code mode's form, for every target: the same two tools whatever the API."""
+    code = canonical_json(_meta_form(build, target, code_tools()))
+    build.add_file(f"schemas/code.{target}.json", code)
+    written.files["code"] = {"file": f"schemas/code.{target}.json", "tools": 2, "tokens": tokens.count_bytes(code)}
 
 
 def _check_budget(build: Build, output: TargetOutput, sendable: list[tuple[str, list[str], int]],
@@ -267,6 +279,7 @@ def _fit_target(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Na
     all_path, all_ids, fits = f"schemas/{target}.json", list(output.layout.spans), output.fits_one_request
     all_tokens = spans.array_tokens(output.layout, all_ids)
     discovery = _write_discovery(build, output, written)
+    _write_code_mode(build, target, written)
     files = written.files
     files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
                     "tokens": all_tokens if fits else files["discovery"]["tokens"]}
@@ -280,7 +293,7 @@ def _fit_target(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Na
 
 
 def emit_fit(build: Build) -> dict[str, FitOutput]:
-    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets. Returns each
+    """Add the toolset, discovery, code-mode and deferred files and the index; count tokens; enforce budgets. Returns each
     target's figures; the providers stage's output is read, never changed.
 
     Reads only the layout of each target's tools array (`spans.py`): toolset files are byte ranges of it, and token

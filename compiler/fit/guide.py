@@ -1,11 +1,12 @@
 """`schemas/README.md`: which file to send, per target, read off the index's `forms` (`fit.py`).
 
 The output folder answers the first question a user has about an API too big for one request: the forms each
-target can get (every tool, its native deferral, a toolset, the discovery meta-tools), what each costs at the start
-of a request, whether it can be sent at all, and the one to send. The choice: every tool while they fit a request
-and the budget; else the provider's own deferred loading, which keeps each tool's schema (and strict mode) at the
+target can get (every tool, its native deferral, a toolset, the discovery meta-tools, code mode), what each costs
+at the start of a request, whether it can be sent at all, and the one to send. The choice: every tool while they
+fit a request and the budget; else the provider's own deferred loading, which keeps each tool's schema (and strict mode) at the
 provider; else a toolset per task; else discovery, which reaches every tool through three meta-tools but gives up
-that per-tool enforcement. Deterministic: the same index gives the same bytes.
+that per-tool enforcement. Code mode is listed, never chosen: its execute tool needs a server that runs programs.
+Deterministic: the same index gives the same bytes.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 FORM_NAMES = {"all": "every tool", "deferred": "native deferral", "toolsets": "a toolset per task",
-              "discovery": "discovery"}
-FORM_LABELS = {**FORM_NAMES, "discovery": "discovery (search, describe, call by id)"}
+              "discovery": "discovery", "code": "code mode"}
+FORM_LABELS = {**FORM_NAMES, "discovery": "discovery (search, describe, call by id)",
+               "code": "code mode (search the functions, run a program)"}
 _ORDER = ("all", "deferred", "toolsets", "discovery")
+_LISTED = (*_ORDER, "code")
+"""Code mode is listed, never chosen: it needs a client that serves its execute tool (`toolc serve --code-mode`)."""
 
 
 EVERY_TOOL_TOKENS = 20_000
@@ -50,7 +54,7 @@ def guide(targets: Mapping[str, Mapping[str, Any]]) -> bytes:
         chosen = chosen_form(forms, budget)
         lines += [f"## {target}", "", f"Send {_file(chosen, forms[chosen])}: {FORM_LABELS[chosen]}.", "",
                   "| form | file | start tokens | can be sent |", "|---|---|---:|---|"]
-        for form in _ORDER:
+        for form in _LISTED:
             row = forms.get(form)
             if row is not None:
                 sendable = "yes" if row.get("sendable") else "no: over a request's limits"

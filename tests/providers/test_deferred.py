@@ -195,7 +195,8 @@ def test_report_and_list_tokens_say_what_each_form_costs(github: Build) -> None:
     from compiler.cli import main
 
     forms = github.report_extra()["targets"]["openai-responses"]["forms"]
-    assert set(forms) == {"all", "toolsets", "deferred", "discovery"} and forms == _forms(github, "openai-responses")
+    assert set(forms) == {"all", "toolsets", "deferred", "discovery", "code"}
+    assert forms == _forms(github, "openai-responses")
     out = CliRunner().invoke(main, ["list", "--tokens", "--target", "openai-responses,gemini",
                                     str(ROOT / "fixtures/openapi/params.yaml")])
     assert out.exit_code == 0, out.output
@@ -204,6 +205,8 @@ def test_report_and_list_tokens_say_what_each_form_costs(github: Build) -> None:
     assert [row[0] for row in deferral] == ["openai-responses"]  # Gemini has no deferral: discovery is its way
     assert deferral[0][-1] == "schemas/openai-responses.deferred.json" and int(deferral[0][3].replace(",", "")) > 0
     assert sum(row[1] == "discovery" for row in rows) == 2
+    code = [row for row in rows if row[1:3] == ["code", "mode"]]
+    assert sorted(row[-1] for row in code) == ["schemas/code.gemini.json", "schemas/code.openai-responses.json"]
 
 
 def test_namespaces_keep_resources_together_in_even_groups() -> None:

@@ -36,10 +36,11 @@ def recorder(reply: dict[str, Any]) -> tuple[list[dict[str, Any]], Handler]:
     return seen, handle
 
 
-def test_openai_chat_completions_request_carries_the_tools() -> None:
+@pytest.mark.parametrize("form", ["", "code."])  # every tool, and code mode's two tools
+def test_openai_chat_completions_request_carries_the_tools(form: str) -> None:
     import openai
 
-    tools = emitted()["schemas/openai-chat.json"][:40]
+    tools = emitted()[f"schemas/{form}openai-chat.json"][:40]
     reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]}
     seen, handle = recorder(reply)
@@ -50,10 +51,11 @@ def test_openai_chat_completions_request_carries_the_tools() -> None:
     assert all(isinstance(t["function"]["strict"], bool) for t in seen[0]["tools"])
 
 
-def test_openai_responses_request_carries_the_tools() -> None:
+@pytest.mark.parametrize("form", ["", "code."])  # every tool, and code mode's two tools
+def test_openai_responses_request_carries_the_tools(form: str) -> None:
     import openai
 
-    tools = emitted()["schemas/openai-responses.json"][:40]
+    tools = emitted()[f"schemas/{form}openai-responses.json"][:40]
     reply = {"id": "r", "object": "response", "created_at": 0, "model": "m", "status": "completed", "output": [],
              "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
     seen, handle = recorder(reply)
@@ -63,10 +65,11 @@ def test_openai_responses_request_carries_the_tools() -> None:
     assert seen[0]["tools"] == tools
 
 
-def test_anthropic_messages_request_carries_the_tools() -> None:
+@pytest.mark.parametrize("form", ["", "code."])  # every tool, and code mode's two tools
+def test_anthropic_messages_request_carries_the_tools(form: str) -> None:
     import anthropic
 
-    tools = emitted()["schemas/anthropic.json"]
+    tools = emitted()[f"schemas/{form}anthropic.json"]
     reply = {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [{"type": "text", "text": "ok"}],
              "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
     seen, handle = recorder(reply)
@@ -76,12 +79,13 @@ def test_anthropic_messages_request_carries_the_tools() -> None:
     assert seen[0]["tools"] == tools
 
 
+@pytest.mark.parametrize("form", ["", "code."])
 @pytest.mark.parametrize("transport_module", ["httpx2", "httpx"])
-def test_gemini_generate_content_request_carries_the_tools(transport_module: str) -> None:
+def test_gemini_generate_content_request_carries_the_tools(transport_module: str, form: str) -> None:
     from google import genai
     from google.genai import types
 
-    tools = emitted()["schemas/gemini.json"]
+    tools = emitted()[f"schemas/{form}gemini.json"]
     reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}
     seen: list[dict[str, Any]] = []
     module: Any = __import__(transport_module)

@@ -23,9 +23,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("rules", frozenset({"environment", "wire", "wire_styles", "wire_keys", "wire_bodies", "validate", "policy",
                          "audit", "telemetry", "scope", "result_budget"})),
     ("parts", frozenset({"http_dispatch", "mcp_dispatch", "audit_pg", "discovery", "providers", "guards",
-                         "rate_limits"})),
+                         "rate_limits", "codemode_docs"})),
     ("router", frozenset({"router"})),
-    ("serving", frozenset({"serve_catalog", "serve_limits", "serve_mcp", "serve_http", "serve"})),
+    ("code mode", frozenset({"codemode"})),
+    ("serving", frozenset({"serve_catalog", "serve_limits", "serve_mcp", "serve_http", "serve", "serve_codemode"})),
     ("package", frozenset({PACKAGE, "stubs"})),
 )
 """Lowest first: a module may import from its own layer or one below, never from one above."""

@@ -58,7 +58,7 @@ def test_generated_static_modules_are_byte_identical_to_the_repository_files() -
         assert (GOLDEN / name).read_bytes() == path.read_bytes(), name
     generated = {p.name for p in GOLDEN.iterdir() if p.is_file()}
     assert generated - set(static_files()) == {"_tables.py", "_tables.json", "py.typed", "_schemas.json",
-                                               "_catalog.json", "_serve.json", ".env.example"}
+                                               "_catalog.json", "_codemode.json", "_serve.json", ".env.example"}
 
 
 def test_the_formatter_leaves_static_modules_unchanged() -> None:

@@ -70,14 +70,15 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "audit.py",
-        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "ranking.py", "rate_limits.py", "redact.py", "result_budget.py", "scope.py",
-        "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
+        "__init__.py", "_catalog.json", "_codemode.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py",
+        "_types.py", "audit.py", "audit_pg.py", "codemode.py", "codemode_docs.py", "discovery.py", "environment.py",
+        ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py", "policy.py", "providers.py", "ranking.py",
+        "rate_limits.py", "redact.py", "result_budget.py", "scope.py", "router.py", "serve.py", "serve_catalog.py",
+        "serve_codemode.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",
         "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",
-        "requirements.txt", "requirements-postgres.txt", "py.typed"))
+        "requirements.txt", "requirements-postgres.txt", "requirements-codemode.txt", "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:

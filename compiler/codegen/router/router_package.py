@@ -7,9 +7,11 @@ the same for every project: real Python files under `templates/router/static/`, 
 type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
 compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
 (`codegen.stubs.stub_packages`), one copy for every source package; `_schemas.json` holds the input schemas the router
-validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run time,
-`requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code imports the
-`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never `compiler`. See
+validates arguments against (`router_guard`); `_codemode.json` the functions code mode offers (`router.codemode`);
+`requirements.txt` lists what it needs at run time, `requirements-postgres.txt` adds the optional PostgreSQL audit
+driver (`router_audit`), `requirements-codemode.txt` code mode's sandbox. Generated code imports the
+`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code
+mode), never `compiler`. See
 `router_tables`, `router_names` and `router_guard` for what is baked and its diagnostics.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ import orjson
 from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router.audit import audit_dsn
+from compiler.codegen.router.codemode import codemode_file
 from compiler.codegen.router.env import env_example
 from compiler.codegen.router.gateway import budget_rows, rate_limit_rows, retry_rows
 from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
@@ -121,7 +124,9 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/_tables.json"] = tables_json
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
-    files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)
+    schemas = bundled_inputs(build, routed)
+    files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed, schemas)
+    files[f"{PACKAGE}/_codemode.json"] = codemode_file(build, routed, schemas)
     files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
     maps = context["name_maps"]
     assert isinstance(maps, NameMaps)
@@ -139,17 +144,22 @@ def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> 
             tool=tool_ids[0])
 
 
-def discovery_catalog(build: Build, routed: list[Tool]) -> bytes:
-    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas)."""
-    index_file = build.files.get("schemas/toolsets/index.json")
-    index = orjson.loads(index_file) if index_file else {}
+def bundled_inputs(build: Build, routed: list[Tool]) -> dict[str, Any]:
+    """Tool id → its self-contained input schema, as discovery describes it and code mode types it."""
     # A resolver of its own: bundling what the providers stage already resolved reports nothing new to the build.
     resolver = RefResolver(Diagnostics(), max_depth=build.config.resolver.max_depth,
                            node_budget=build.config.resolver.node_budget)
+    return {tool.id: resolver.bundle(tool.input_schema, build.catalog.definitions_for(tool), source=tool.source,
+                                     tool=tool.id)
+            for tool in sorted(routed, key=lambda item: item.id)}
+
+
+def discovery_catalog(build: Build, routed: list[Tool], schemas: dict[str, Any]) -> bytes:
+    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas)."""
+    index_file = build.files.get("schemas/toolsets/index.json")
+    index = orjson.loads(index_file) if index_file else {}
     tools: dict[str, Any] = {}
     for tool in sorted(routed, key=lambda item: item.id):
-        schema = resolver.bundle(tool.input_schema, build.catalog.definitions_for(tool), source=tool.source,
-                                       tool=tool.id)
         tools[tool.id] = {"name": tool.name, "description": tool.description or tool.title or "",
-                          "toolsets": toolsets_of(index, tool.id), "input_schema": schema}
+                          "toolsets": toolsets_of(index, tool.id), "input_schema": schemas[tool.id]}
     return compact_json({"format": 1, "tools": tools}) + b"\n"

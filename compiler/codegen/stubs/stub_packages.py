@@ -101,6 +101,12 @@ def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
     return {source.id: names[source.id] for source in sources}
 
 
+def function_names(tools: list[Tool]) -> dict[str, str]:
+    """Tool name → its stub's function name within one source package (code mode names its functions alike)."""
+    return unique_names([t.name for t in tools],
+                        lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
+
+
 def generate_stubs(build: Build) -> dict[str, bytes]:
     packages = package_names(build.catalog.sources)
     for source in build.catalog.sources:
@@ -158,8 +164,7 @@ class SourcePackage:
     # -- names and schemas ------------------------------------------------------------------------------
 
     def stubs(self) -> list[Stub]:
-        names = unique_names([t.name for t in self.tools],
-                             lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
+        names = function_names(self.tools)
         classes = unique_names(names.values(), lambda raw: pascal_name(raw, fallback="Tool"))
         stubs: list[Stub] = []
         for tool in self.tools:

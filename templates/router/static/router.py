@@ -490,6 +490,26 @@ class Router:
             providers.route(*providers.parse_gemini(function_call)), context
         )
 
+    async def audit_event(
+        self,
+        event_type: str,
+        invocation_id: str,
+        tool_id: str,
+        context: InvocationContext | None,
+        payload: dict[str, Any],
+    ) -> None:
+        """Store one event of a caller built on the router (code mode's program rows), redacted and stored as
+        the router's own are; raises when the sink cannot store it."""
+        context = context or self.default_context
+        secrets = secret_values(
+            SECRET_ENV,
+            self._environ,
+            (context.admin_token, *getattr(self.audit, "secrets", ())),
+        )
+        await self._record(
+            [self._event(event_type, invocation_id, tool_id, context, secrets, payload)]
+        )
+
     async def execute(
         self, routed: ToolResult | ParsedCall, context: InvocationContext | None = None
     ) -> ToolResult:

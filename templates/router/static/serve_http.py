@@ -17,6 +17,9 @@
                                    The discovery meta-tools (`toolc_search_tools`, `toolc_describe_tool`,
                                    `toolc_call_tool`) are answered here too: `GET /tools` hands out the
                                    discovery form for a project too big for one request.
+                                   With code mode (`serve_codemode`), its two tools are answered here too, and
+                                   with `only` a project tool's direct call is refused (403, gate `code_mode`)
+                                   and `GET /tools` hands out `schemas/code.TARGET.json`.
 
 Safe by default:
 - a loopback host (127.0.0.0/8, ::1, localhost) is the default bind; on any other address the server refuses to
@@ -60,9 +63,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import discovery, providers
 from ._tables import TARGETS
 from ._types import InvocationContext, RouterError, ToolResult
+from .codemode_docs import NAMES as CODE_MODE_NAMES
 from .policy import PolicyDecision
 from .router import Router
 from .serve_catalog import AmbiguousName, ServedCatalog
+from .serve_codemode import ServedCodeMode
 from .serve_limits import (
     BODY_TIMEOUT,
     HEAD_TIMEOUT,
@@ -200,6 +205,7 @@ def create_app(
     max_calls: int = MAX_CALLS,
     max_sessions: int = MAX_SESSIONS,
     context: InvocationContext | None = None,
+    code: ServedCodeMode | None = None,
 ) -> Starlette:
     """The ASGI app. `host` is the address it will be bound to (loopback: Host/Origin checks); `token`, when given,
     is required on every request. Use `serve_http` to run it with the startup checks."""
@@ -213,7 +219,7 @@ def create_app(
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
     quiet_disconnects()
     manager = BoundedSessionManager(
-        mcp_server(router, served, limiter=limiter),
+        mcp_server(router, served, limiter=limiter, code=code),
         json_response=True,
         security_settings=security,
         max_request_body_size=max_body,
@@ -231,7 +237,9 @@ def create_app(
                 f"say which provider's format: ?provider={'|'.join(TARGETS) or 'TARGET'}",
             )
         path = served.provider_file(target)
-        if path is None:
+        if path is not None and code is not None and code.only:
+            path = path.with_name(f"code.{path.name}")  # code mode's two tools
+        if path is None or not path.is_file():
             return _error(
                 404,
                 f"no compiled tool list for provider {target!r} (compiled: {', '.join(TARGETS)})",
@@ -265,9 +273,18 @@ def create_app(
             entry = providers.resolve(map_target, name)
             if entry is not None:
                 arguments, malformed = providers.to_tool_arguments(entry, arguments)
+        coded = code is not None and name in CODE_MODE_NAMES and tool_id is None
+        if code is not None and not coded:
+            denied = denied or code.refusal(name)
         async with limiter:
-            served_here = name in discovery.NAMES and tool_id is None and denied is None
-            if served_here and malformed is None:
+            served_here = (
+                (name in discovery.NAMES or coded)
+                and tool_id is None
+                and denied is None
+            )
+            if coded and code is not None and malformed is None:
+                result = await code.call(name, arguments, http_context)
+            elif served_here and malformed is None:
                 result = await router.execute(
                     discovery.answer(name, arguments, None), http_context
                 )
@@ -292,6 +309,8 @@ def create_app(
                 yield
         finally:
             with anyio.CancelScope(shield=True):
+                if code is not None:
+                    await code.aclose()
                 await router.aclose()
                 router.audit.close()
 
@@ -323,6 +342,7 @@ def uvicorn_server(
     body_timeout: float = BODY_TIMEOUT,
     write_timeout: float = WRITE_TIMEOUT,
     log_level: str = "warning",
+    code: ServedCodeMode | None = None,
 ) -> uvicorn.Server:
     """A configured uvicorn server for the app; raises ServeError before binding anything if it must not start."""
     token = bearer_token(host, os.environ if environ is None else environ)
@@ -334,6 +354,7 @@ def uvicorn_server(
         max_body=max_body,
         max_calls=max_calls,
         max_sessions=max_sessions,
+        code=code,
     )
     config = ServeConfig(
         app,

@@ -42,8 +42,10 @@ from pydantic import ValidationError
 
 from ._tables import PROJECT
 from ._types import InvocationContext, ToolResult
+from .codemode_docs import NAMES as CODE_MODE_NAMES
 from .router import Router
 from .serve_catalog import ServedCatalog, UnknownCursor
+from .serve_codemode import ServedCodeMode
 
 logger = logging.getLogger(__name__)
 INSTRUCTIONS = (
@@ -139,9 +141,11 @@ def mcp_server(
     max_calls: int = MAX_CALLS,
     limiter: anyio.CapacityLimiter | None = None,
     context: InvocationContext | None = None,
+    code: ServedCodeMode | None = None,
 ) -> Server[Any]:
     """A low-level MCP server whose tools are the catalog's and whose calls go through `router`, at most
-    `max_calls` at once (or as many as `limiter`, when it is shared with other ways in)."""
+    `max_calls` at once (or as many as `limiter`, when it is shared with other ways in); with `code`, code
+    mode's two tools instead of the catalog's or first beside them (`serve_codemode`)."""
     served = catalog or ServedCatalog()
     limiter = limiter or anyio.CapacityLimiter(max_calls)
     base = context or router.default_context
@@ -150,8 +154,11 @@ def mcp_server(
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        cursor = params.cursor if params is not None else None
         try:
-            return served.page(params.cursor if params is not None else None)
+            if code is not None and (code.only or cursor is None):
+                return code.listed(None if code.only else served.page(None))
+            return served.page(cursor)
         except UnknownCursor:
             raise MCPError(types.INVALID_PARAMS, "unknown cursor") from None
 
@@ -161,30 +168,48 @@ def mcp_server(
         # An unknown name still goes through the router, so the refusal is audited like any other.
         tool_id = served.tool_id(params.name) or params.name
         async with limiter:
-            result = await router.call_tool(
-                tool_id, params.arguments or {}, context=call_context
+            if code is not None and params.name in CODE_MODE_NAMES:
+                result = await code.call(
+                    params.name, params.arguments or {}, call_context
+                )
+                return call_result(result)
+            result = await router.checked_call(
+                tool_id,
+                params.arguments or {},
+                call_context,
+                denied=code.refusal(params.name) if code is not None else None,
             )
         return call_result(result, served.output_validator(params.name))
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        found = code.input_schema(name) if code is not None else None
+        return found if found is not None else served.input_schema(name)
 
     return Server(
         PROJECT,
         version="1",
         instructions=INSTRUCTIONS,
-        get_tool_input_schema=served.input_schema,
+        get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
 
 
 async def run_stdio(
-    router: Router, catalog: ServedCatalog | None = None, *, max_calls: int = MAX_CALLS
+    router: Router,
+    catalog: ServedCatalog | None = None,
+    *,
+    max_calls: int = MAX_CALLS,
+    code: ServedCodeMode | None = None,
 ) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin; then flush the audit."""
-    server = mcp_server(router, catalog, max_calls=max_calls)
+    server = mcp_server(router, catalog, max_calls=max_calls, code=code)
     try:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
         with anyio.CancelScope(shield=True):
+            if code is not None:
+                await code.aclose()
             await router.aclose()
             router.audit.close()
