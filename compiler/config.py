@@ -199,6 +199,28 @@ class PolicyConfig(_Strict):
         return value.lower() if isinstance(value, str) else value
 
 
+class ApprovalsConfig(_Strict):
+    """`gateway.approvals`: calls a person approves first (the router's `approval` gate)."""
+
+    min_risk: Literal["low", "medium", "high", "critical"] | None = None
+    """Tools at or above this risk need approval (null: only `tools` do)."""
+    tools: tuple[str, ...] = ()
+    """Globs over tool names (id, own name, provider names), as the policy lists match them."""
+    timeout_s: float = Field(default=120.0, gt=0, le=86_400)
+    """Seconds to wait for an answer; no answer in time is a refusal."""
+
+    @field_validator("min_risk", mode="before")
+    @classmethod
+    def _lower_risk(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
+class GatewayConfig(_Strict):
+    """The router as a shared gateway: one sub-section per concern, each baked into the router's tables."""
+
+    approvals: ApprovalsConfig = ApprovalsConfig()
+
+
 class AuditConfig(_Strict):
     """Where the generated router keeps its audit trail: SQLite per process (`policy.audit_db`) unless a DSN."""
 
@@ -246,6 +268,7 @@ class Config(_Strict):
                 raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
         return value
     audit: AuditConfig = AuditConfig()
+    gateway: GatewayConfig = GatewayConfig()
     limits: Limits = Limits()
     """Resource limits (`compiler.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True

@@ -25,6 +25,7 @@ from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_env import env_example
+from compiler.codegen.router_gateway import approvals_table
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
 from compiler.codegen.router_serve import mcp_names, serve_file
@@ -83,6 +84,7 @@ def router_context(build: Build) -> dict[str, object]:
     return {
         "project": build.config.name,
         "policy": policy,
+        "approvals": approvals_table(build.config.gateway.approvals),
         "secret_env": secret_env(servers, apis, policy["admin_token_env"], rows),
         "servers": servers,
         "apis": apis,

@@ -25,6 +25,7 @@ from ._types import (
     ServerSpec,
     ToolSpec,
 )
+from .approvals import ApprovalSpec
 
 _FILE = Path(__file__).with_name("_tables.json")
 _Value = TypeVar("_Value")
@@ -106,6 +107,13 @@ POLICY: Final = PolicySpec(
     max_concurrency=10,
     audit_db="toolc_audit.sqlite3",
 )
+
+APPROVALS: Final = ApprovalSpec(
+    min_risk=None,
+    tools=(),
+    timeout_s=120.0,
+)
+"""`gateway.approvals`: the calls a person approves first (`approvals.ApprovalGuard`)."""
 
 SECRET_ENV: Final[tuple[str, ...]] = (
     "TOOLC_ADMIN_TOKEN",

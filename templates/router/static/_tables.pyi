@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from typing import Final
 
 from ._types import HttpApiSpec, NameEntry, PolicySpec, ServerSpec, ToolSpec
+from .approvals import ApprovalSpec
 
 POLICY: Final[PolicySpec]
+APPROVALS: Final[ApprovalSpec]
 SECRET_ENV: Final[tuple[str, ...]]
 PROJECT: Final[str]
 TARGETS: Final[tuple[str, ...]]

@@ -33,8 +33,15 @@ from opentelemetry import trace
 
 from . import providers, telemetry
 from ._env import check_environment
-from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
+from ._tables import APPROVALS, HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
 from ._types import InvocationContext, PolicySpec, RouterError, ToolResult, ToolSpec
+from .approvals import (
+    APPROVAL_DECISION,
+    ApprovalGuard,
+    ApprovalRequest,
+    Approver,
+    refusal_reason,
+)
 from .audit import (
     INVOCATION_END,
     INVOCATION_START,
@@ -99,6 +106,7 @@ class Router:
         environ: Mapping[str, str] | None = None,
         default_context: InvocationContext | None = None,
         trace_content: bool | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
@@ -122,6 +130,7 @@ class Router:
         """Record the model's arguments and the result on spans (redacted); off by default."""
         self.default_context = default_context or InvocationContext()
         self.validator = ArgumentValidator()
+        self.approvals = ApprovalGuard(APPROVALS, approver)
         self._factories: dict[str, ServerFactory] = {}
         self._postprocessors: list[tuple[str, PostProcessor]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -132,6 +141,10 @@ class Router:
 
     def register_gate(self, gate: Gate) -> None:
         self.policy.register_gate(gate)
+
+    def register_approver(self, approver: Approver | None) -> None:
+        """Ask `approver` to approve each call of a tool that needs approval (`gateway.approvals`)."""
+        self.approvals.approver = approver
 
     def register_postprocessor(self, pattern: str, function: PostProcessor) -> None:
         """Run `function(tool, arguments, result)` after every successful dispatch of a tool matching `pattern`."""
@@ -227,9 +240,29 @@ class Router:
         if decision.allowed and tool is not None and tool.http is not None:
             request, decision = self._wire(tool, arguments, decision)
             audited_reason = decision.reason
+        approval: dict[str, Any] | None = None
+        if decision.allowed and tool is not None:
+            decision, approval = await self._approve(
+                tool, arguments, context, invocation_id, secrets, decision
+            )
+            audited_reason = decision.reason
         allowed = decision.allowed and tool is not None
         names = sorted(map(str, arguments)) if isinstance(arguments, Mapping) else []
-        events = [
+        events: list[AuditEvent] = []
+        if (
+            approval is not None
+        ):  # the person's answer, committed with the decision it made
+            events.append(
+                self._event(
+                    APPROVAL_DECISION,
+                    invocation_id,
+                    tool_id,
+                    context,
+                    secrets,
+                    approval,
+                )
+            )
+        events.append(
             self._event(
                 POLICY_DECISION,
                 invocation_id,
@@ -238,7 +271,7 @@ class Router:
                 secrets,
                 {"allowed": allowed, "gate": decision.gate, "reason": audited_reason},
             )
-        ]
+        )
         if allowed and tool is not None:
             events.append(
                 self._event(
@@ -362,6 +395,28 @@ class Router:
         except Exception:
             logger.debug("policy check of %s failed; denied", tool_id, exc_info=True)
             return PolicyDecision(False, "policy", "policy check failed; denied")
+
+    async def _approve(
+        self,
+        tool: ToolSpec,
+        arguments: Mapping[str, Any],
+        context: InvocationContext,
+        invocation_id: str,
+        secrets: list[str],
+        decision: PolicyDecision,
+    ) -> tuple[PolicyDecision, dict[str, Any] | None]:
+        """Gate `approval`: a tool that needs approval is called only on a person's yes; the answer (and who
+        gave it) is the audit payload returned beside the decision."""
+        reason = self.approvals.reason(tool)
+        if reason is None:
+            return decision, None
+        shown = redact_data(dict(arguments), secrets)
+        request = ApprovalRequest(tool, shown, reason, context, invocation_id)
+        approval = await self.approvals.ask(request)
+        audited = approval.audited(reason)
+        if approval.approved:
+            return decision, audited
+        return PolicyDecision(False, "approval", refusal_reason(approval)), audited
 
     def _wire(
         self, tool: ToolSpec, arguments: Mapping[str, Any], decision: PolicyDecision
