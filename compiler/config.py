@@ -215,10 +215,18 @@ class ApprovalsConfig(_Strict):
         return value.lower() if isinstance(value, str) else value
 
 
+class PinningConfig(_Strict):
+    """`gateway.pinning`: the router refuses an MCP tool whose live definition differs from the compiled one."""
+
+    off: tuple[str, ...] = ()
+    """MCP server ids whose tools are not pinned (every other server of `mcp_servers` is)."""
+
+
 class GatewayConfig(_Strict):
     """The router as a shared gateway: one sub-section per concern, each baked into the router's tables."""
 
     approvals: ApprovalsConfig = ApprovalsConfig()
+    pinning: PinningConfig = PinningConfig()
 
 
 class AuditConfig(_Strict):

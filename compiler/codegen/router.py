@@ -25,7 +25,7 @@ from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
 from compiler.codegen.router_env import env_example
-from compiler.codegen.router_gateway import approvals_table
+from compiler.codegen.router_gateway import approvals_table, pins_file
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
 from compiler.codegen.router_serve import mcp_names, serve_file
@@ -51,16 +51,18 @@ TEMPLATE = "router/_tables.py.jinja"
 # Files in `templates/router/static/` that are not copied: typed stand-ins for generated modules (mypy only) and
 # the folder's ruff settings.
 _NOT_COPIED = (".pyi", ".toml")
-SHARED_MODULES = ("ranking.py", "shapes.py")
-"""`compiler/providers/` modules the router runs too, copied verbatim: the name-map rules and discovery's ranking."""
+SHARED_MODULES = {"ranking.py": "compiler.providers", "shapes.py": "compiler.providers",
+                  "mcp_pins.py": "compiler.sources"}
+"""Compiler modules the router runs too, copied verbatim: the name-map rules, discovery's ranking and the pinned
+form of an MCP tool's definition."""
 
 
 def static_files() -> dict[str, Path]:
     """Module name → the repository file copied verbatim into every generated router, sorted by name."""
     folder = templates_dir() / "router" / "static"
     files = {path.name: path for path in folder.iterdir() if path.is_file() and path.suffix not in _NOT_COPIED}
-    for name in SHARED_MODULES:
-        files[name] = Path(str(resources.files("compiler.providers") / name))
+    for name, package in SHARED_MODULES.items():
+        files[name] = Path(str(resources.files(package) / name))
     return dict(sorted(files.items()))
 
 
@@ -121,6 +123,7 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)
     files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
+    files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
     maps = context["name_maps"]
     assert isinstance(maps, NameMaps)
     report_ambiguous_names(build, routed, maps)

@@ -70,9 +70,9 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "approvals.py", "audit.py",
-        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "ranking.py", "redact.py",
+        "__init__.py", "_catalog.json", "_env.py", "_pins.json", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "approvals.py", "audit.py",
+        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "http_dispatch.py", "mcp_dispatch.py", "mcp_pins.py",
+        "pinning.py", "policy.py", "providers.py", "ranking.py", "redact.py",
         "router.py", "serve.py", "serve_approvals.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",

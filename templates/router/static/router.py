@@ -3,7 +3,9 @@
     call_tool(tool_id, arguments, context)
       └ policy (six gates, then custom ones), then the arguments against the input schema (gate `validation`),
       then, for an HTTP tool, the request they make (gate `wire`: a value the wire rules refuse, such as a dot
-      segment, a line break in a header or a credential's key, is a violation, and nothing is sent)
+      segment, a line break in a header or a credential's key, is a violation, and nothing is sent), then, for
+      a pinned MCP tool, its live definition against the compiled one (gate `pinning`: module `pinning`),
+      then, for a tool that needs approval, a person's yes (gate `approval`: module `approvals`)
       └ policy_decision + tool_invocation_start, committed together before anything is sent
         [policy_decision + policy_violation and return, on deny]
       └ preset parameters merged, dispatch (MCP via mcp.Client / HTTP via httpx2), post-processing
@@ -54,6 +56,8 @@ from .audit_pg import configured_sink
 from .environment import expand_value
 from .http_dispatch import HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, server_target
+from .mcp_pins import refusal_reason as pin_refusal_reason
+from .pinning import PinCheck, pins_of
 from .policy import Gate, PolicyDecision, PolicyEngine
 from .redact import printable, redact, redact_data, secret_values
 from .validate import ArgumentValidator, Refusal
@@ -240,6 +244,9 @@ class Router:
         if decision.allowed and tool is not None and tool.http is not None:
             request, decision = self._wire(tool, arguments, decision)
             audited_reason = decision.reason
+        if decision.allowed and tool is not None and tool.mcp_tool is not None:
+            decision = await self._pinning(tool, decision)
+            audited_reason = decision.reason
         approval: dict[str, Any] | None = None
         if decision.allowed and tool is not None:
             decision, approval = await self._approve(
@@ -396,6 +403,26 @@ class Router:
             logger.debug("policy check of %s failed; denied", tool_id, exc_info=True)
             return PolicyDecision(False, "policy", "policy check failed; denied")
 
+    async def _pinning(
+        self, tool: ToolSpec, decision: PolicyDecision
+    ) -> PolicyDecision:
+        """Gate `pinning`: an MCP tool whose live definition differs from the compiled one is refused, with the
+        diff. A server that cannot be reached is left to the dispatch, which says why (and calls nothing)."""
+        if pins_of(tool.source) is None or tool.mcp_tool is None:
+            return decision
+        try:
+            self._bind_loop()
+            self._check_server_environment(tool.source)
+            diff = await self._connection(tool.source).pin_refusal(tool.mcp_tool)
+        except Exception:
+            logger.debug(
+                "pinning check of %s deferred to the dispatch", tool.id, exc_info=True
+            )
+            return decision
+        if diff is None:
+            return decision
+        return PolicyDecision(False, "pinning", pin_refusal_reason(tool.mcp_tool, diff))
+
     async def _approve(
         self,
         tool: ToolSpec,
@@ -516,8 +543,18 @@ class Router:
         assert (
             tool.mcp_tool is not None
         )  # `_tables` gives every tool an HTTP or an MCP binding
-        server = SERVERS.get(tool.source)
-        if server is not None and tool.source not in self._factories:
+        self._check_server_environment(tool.source)
+        connection = self._connection(tool.source)
+        # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
+        presets = expand_value(dict(tool.fixed_params), self._environ)
+        return mcp_result(
+            await connection.call(tool.mcp_tool, {**arguments, **presets})
+        )
+
+    def _check_server_environment(self, server_id: str) -> None:
+        """A baked server's credential with a line break is refused before it is started."""
+        server = SERVERS.get(server_id)
+        if server is not None and server_id not in self._factories:
             check_environment(
                 (
                     *server.command,
@@ -528,12 +565,6 @@ class Router:
                 ),
                 self._environ,
             )
-        connection = self._connection(tool.source)
-        # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
-        presets = expand_value(dict(tool.fixed_params), self._environ)
-        return mcp_result(
-            await connection.call(tool.mcp_tool, {**arguments, **presets})
-        )
 
     def _connection(self, server_id: str) -> McpConnection:
         connection = self._connections.get(server_id)
@@ -551,8 +582,13 @@ class Router:
                     return server_target(spec, environ)
 
             timeout = (spec.timeout_ms if spec else 30_000) / 1000
+            pins = pins_of(server_id)
             connection = McpConnection(
-                server_id, factory, timeout=timeout, limit=self._limit
+                server_id,
+                factory,
+                timeout=timeout,
+                limit=self._limit,
+                pins=PinCheck(server_id, pins) if pins is not None else None,
             )
             self._connections[server_id] = connection
         return connection
