@@ -10,6 +10,7 @@ import asyncio
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -202,3 +203,31 @@ async def test_an_answer_is_taken_only_for_the_call_it_was_asked_about(rt: Any) 
     assert isinstance(done, types.CallToolResult) and not done.is_error
     assert called == ["mcp:probe:write_note"]
     await router.aclose()
+
+
+async def test_an_answer_after_the_timeout_refuses_the_call(rt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2026-07-28: the signed state carries when the question was asked; a retry past `timeout_s` is a no."""
+    router = _router(rt)
+    serve_approvals = importlib.import_module("toolc_router.serve_approvals")
+    yes = {"toolc-approval": types.ElicitResult(action="accept", content={"approve": True})}
+    async with Client(_served(router), elicitation_callback=_elicitation("accept", {}, [])) as client:
+        asked = await client.session.call_tool("write_note", {"text": "a"}, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult)
+        late = serve_approvals.time.time() + 6  # the fixture's timeout_s is 5
+        monkeypatch.setattr(serve_approvals, "time", SimpleNamespace(time=lambda: late))
+        done = await client.session.call_tool("write_note", {"text": "a"}, input_responses=yes,
+                                              request_state=asked.request_state)
+    assert done.is_error
+    assert done.content[0].text == "denied by approval: timeout: answered after the timeout"
+    assert _rows(router)[0][1]["answer"] == "timeout"
+
+
+async def test_the_http_endpoint_cannot_ask_and_refuses(rt: Any) -> None:
+    import httpx2
+
+    router = _router(rt)
+    app = importlib.import_module("toolc_router.serve_http").create_app(router)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        answer = await http.post("/tools/write_note/call", json={"text": "x"})
+    assert answer.status_code == 403
+    assert answer.json()["content"][0]["text"] == "denied by approval: unavailable: no approver is configured"
