@@ -68,6 +68,31 @@ def pinned_form(
     return form
 
 
+def with_placeholders(data: Any, secrets: Mapping[str, str]) -> Any:
+    """A copy of `data` with every secret value replaced by its placeholder (in keys and string values), longest
+    first: what `toolc record` writes for a server that echoes its environment into a description."""
+    if not secrets:
+        return data
+    ordered = sorted(secrets.items(), key=lambda item: (-len(item[0]), item[0]))
+
+    def text(value: str) -> str:
+        for secret, placeholder in ordered:
+            if secret in value:
+                value = value.replace(secret, placeholder)
+        return value
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return text(node)
+        if isinstance(node, Mapping):
+            return {text(str(key)): walk(value) for key, value in node.items()}
+        if isinstance(node, list | tuple):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(data)
+
+
 def encode(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

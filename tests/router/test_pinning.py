@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from compiler.serialize import compact_json
-from compiler.sources.mcp_pins import diff_lines, pin_hash, pinned_form, refusal_reason
+from compiler.sources.mcp_pins import (
+    changes,
+    diff_lines,
+    pin_hash,
+    pinned_form,
+    refusal_reason,
+    with_placeholders,
+)
 from tests.support.cli import run_toolc
 from tests.support.pinned import pinned_project
 from tests.support.router import load_router
@@ -125,3 +132,16 @@ def test_a_diff_names_each_changed_place() -> None:
         "inputSchema/properties/a/type: 'string' → 'integer'",
         'inputSchema/properties/b: added {"type":"string"}',
     ]
+
+
+def test_a_secret_the_server_echoes_is_compared_as_its_recorded_placeholder() -> None:
+    """`toolc record` writes a value of the server's environment as `${NAME}`; the router puts the same
+    placeholder back into the live listing first, so such a server is not refused for the secret it shows."""
+    recorded = {"name": "echo", "description": "Echo. Configured with token ${API_TOKEN}.",
+                "inputSchema": {"type": "object"}}
+    form = pinned_form(recorded)
+    pins = {"echo": {"hash": pin_hash(form), "definition": form, "presets": []}}
+    live = {"echo": {**recorded, "description": "Echo. Configured with token tok-12345."}}
+    assert changes(pins, with_placeholders(live, {"tok-12345": "${API_TOKEN}"})) == {}
+    assert changes(pins, live) == {"echo": "description: 'Echo. Configured with token ${API_TOKEN}.' → "
+                                           "'Echo. Configured with token tok-12345.'"}

@@ -21,7 +21,7 @@ from typing import Any
 
 from mcp import Client
 
-from .mcp_pins import changes
+from .mcp_pins import changes, with_placeholders
 
 logger = logging.getLogger(__name__)
 PINS_FILE = Path(__file__).with_name("_pins.json")
@@ -64,9 +64,16 @@ async def live_listing(client: Client) -> dict[str, dict[str, Any]]:
 class PinCheck:
     """One connection's view: which pinned tools the live server changed, from its latest listing."""
 
-    def __init__(self, server_id: str, pins: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        server_id: str,
+        pins: Mapping[str, Any],
+        placeholders: Mapping[str, str] | None = None,
+    ) -> None:
         self.server_id = server_id
         self.pins = pins
+        self.placeholders = placeholders or {}
+        """Value → `${NAME}` of the server's environment, put back as the recording has it."""
         self.changed: dict[str, str] = {}
         self.checks = 0
         """Listings compared so far (the first at connect)."""
@@ -74,7 +81,8 @@ class PinCheck:
 
     async def check(self, client: Client) -> None:
         try:
-            self.changed = changes(self.pins, await live_listing(client))
+            listed = with_placeholders(await live_listing(client), self.placeholders)
+            self.changed = changes(self.pins, listed)
         except Exception as exc:
             # A listing that cannot be read or compared vouches for nothing: every pinned tool is refused.
             logger.debug(

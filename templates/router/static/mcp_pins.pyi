@@ -4,3 +4,4 @@ Never copied."""
 
 from compiler.sources.mcp_pins import changes as changes
 from compiler.sources.mcp_pins import refusal_reason as refusal_reason
+from compiler.sources.mcp_pins import with_placeholders as with_placeholders

@@ -34,9 +34,16 @@ from mcp.types import CallToolResult
 from opentelemetry import trace
 
 from . import providers, telemetry
-from ._env import check_environment
+from ._env import check_environment, placeholders
 from ._tables import APPROVALS, HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
-from ._types import InvocationContext, PolicySpec, RouterError, ToolResult, ToolSpec
+from ._types import (
+    InvocationContext,
+    PolicySpec,
+    RouterError,
+    ServerSpec,
+    ToolResult,
+    ToolSpec,
+)
 from .approvals import (
     APPROVAL_DECISION,
     ApprovalGuard,
@@ -551,6 +558,23 @@ class Router:
             await connection.call(tool.mcp_tool, {**arguments, **presets})
         )
 
+    def _pin_check(
+        self, server_id: str, spec: ServerSpec | None, pins: Mapping[str, Any] | None
+    ) -> PinCheck | None:
+        if pins is None:
+            return None
+        launch = (
+            ()
+            if spec is None
+            else (
+                *spec.command,
+                *spec.env.values(),
+                *spec.headers.values(),
+                spec.url or "",
+            )
+        )
+        return PinCheck(server_id, pins, placeholders(launch, self._environ))
+
     def _check_server_environment(self, server_id: str) -> None:
         """A baked server's credential with a line break is refused before it is started."""
         server = SERVERS.get(server_id)
@@ -588,7 +612,7 @@ class Router:
                 factory,
                 timeout=timeout,
                 limit=self._limit,
-                pins=PinCheck(server_id, pins) if pins is not None else None,
+                pins=self._pin_check(server_id, spec, pins),
             )
             self._connections[server_id] = connection
         return connection
