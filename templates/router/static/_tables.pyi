@@ -7,8 +7,14 @@ Never copied into a router (`codegen.router.static_files` skips `.pyi`). It decl
 from collections.abc import Mapping
 from typing import Final
 
-from ._types import HttpApiSpec, NameEntry, PolicySpec, ServerSpec, ToolSpec
-from .approvals import ApprovalSpec
+from ._types import (
+    ApprovalSpec,
+    HttpApiSpec,
+    NameEntry,
+    PolicySpec,
+    ServerSpec,
+    ToolSpec,
+)
 
 POLICY: Final[PolicySpec]
 APPROVALS: Final[ApprovalSpec]

@@ -118,6 +118,15 @@ class PolicySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalSpec:
+    """`gateway.approvals`: tools at or above `min_risk`, or matching a glob of `tools`, need approval."""
+
+    min_risk: int | None = None
+    tools: tuple[str, ...] = ()
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
 class NameEntry:
     """A provider-facing tool name routed back: the tool id, and the shape (plus the shapes its `ref`s name) that
     turns the model's arguments into the tool's own. An empty shape: the arguments pass through unchanged."""
@@ -140,6 +149,17 @@ class InvocationContext:
     policy_blacklist: tuple[str, ...] = ()
     actor: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """A model's tool call made ready for the router: the tool, its arguments in the tool's own form (or why they
+    are refused as given), and the provider's call id. `Router.execute` runs it."""
+
+    tool_id: str
+    arguments: Any
+    malformed: str | None = None
+    call_id: str | None = None
 
 
 @dataclass(slots=True)

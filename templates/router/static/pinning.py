@@ -14,14 +14,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mcp import Client
 
-from .mcp_pins import changes, with_placeholders
+from ._types import ToolSpec
+from .guards import Call, Denial
+from .mcp_pins import changes, refusal_reason, with_placeholders
 
 logger = logging.getLogger(__name__)
 PINS_FILE = Path(__file__).with_name("_pins.json")
@@ -120,3 +122,20 @@ class PinCheck:
     def cancel(self) -> None:
         if self._pending is not None:
             self._pending.cancel()
+
+
+class PinningGuard:
+    """The chain's `pinning` guard: an MCP tool whose live definition differs from the compiled one is refused,
+    with the diff. `refusal(tool)` connects when needed and returns what changed (None: as pinned)."""
+
+    gate = "pinning"
+
+    def __init__(self, refusal: Callable[[ToolSpec], Awaitable[str | None]]) -> None:
+        self._refusal = refusal
+
+    async def check(self, call: Call) -> Denial | None:
+        name = call.tool.mcp_tool
+        if name is None:
+            return None
+        diff = await self._refusal(call.tool)
+        return None if diff is None else Denial(self.gate, refusal_reason(name, diff))
