@@ -12,7 +12,7 @@ import click
 import orjson
 
 from compiler.build import Build
-from compiler.codegen.router_gateway import listed_entry, pinned_servers, tool_pins
+from compiler.codegen.router.gateway import listed_entry, pinned_servers, tool_pins
 from compiler.commands.support import (
     EXIT_FAILED,
     EXIT_OK,
@@ -23,14 +23,14 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config
-from compiler.diagnostics import Diagnostics
 from compiler.drift.check import CATALOG_FILE, check_build, refresh_command
 from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
 from compiler.drift.rules import Level
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.serialize import catalog_from_json
 from compiler.ir import Catalog, McpBinding
-from compiler.serialize import catalog_from_json
 from compiler.sources.mcp_pins import changes, refusal_reason
 
 _FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from compiler.serialize import compact_json
+from compiler.infra.serialize import compact_json
 from compiler.sources.mcp_pins import (
     changes,
     diff_lines,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.router import generate_router, router_context
+from compiler.codegen.router.router_package import generate_router, router_context
 from compiler.config import ServerConfig, config_from_data
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from tests.support.paths import ROOT
 from tests.support.router import TIME_SERVER, catalog_from, load_router, make_build, name_map, write_router
 
@@ -152,7 +152,7 @@ def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -
     """The compiler leaves a value out of `_tables.json` when it equals its field's default, and the router's loader
     takes the dataclass default for what is missing: the two default lists must agree field for field (a changed
     default in `templates/router/static/_types.py` would otherwise silently change what a tool does)."""
-    from compiler.codegen import router_tables
+    from compiler.codegen.router import tables as router_tables
 
     with load_router(ROOT / "generated" / "python"):
         types = importlib.import_module("toolc_router._types")

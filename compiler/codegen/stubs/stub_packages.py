@@ -13,16 +13,16 @@ Layout (under `python/` in the output folder, next to the router's `toolc_router
                             the raw answer, when the answer does not fit the model), else the router's
                             `ToolResult`.
     <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
-                            and the source's shared definitions, generated once (`codegen.models`); output
-                            models never stricter than their JSON Schema, inputs strict (`codegen.lenient`)
+                            and the source's shared definitions, generated once (`codegen.stubs.models`); output
+                            models never stricter than their JSON Schema, inputs strict (`codegen.stubs.lenient`)
     <package>/_models_<i>.py  only for a big source (more than `model_chunks.CHUNK_WEIGHT` bytes of schema):
                             its models in independent chunks, generated in parallel processes; models.py then
                             re-exports every tool model and every name defined in only one chunk, and tools.py
-                            spells the others through their chunk (`codegen.model_chunks`)
+                            spells the others through their chunk (`codegen.stubs.model_chunks`)
     <package>/py.typed
 
 The argument building and result checking the stubs share is one module of the router package,
-`toolc_router/stubs.py` (copied by `codegen.router`), not a copy per source package. tools.py imports it as
+`toolc_router/stubs.py` (copied by `codegen.router.router_package`), not a copy per source package. tools.py imports it as
 `_support` (the name `# toolc: keep` functions from older versions already use) and imports
 `InvocationContext`/`ToolResult` from it at run time, not under `if TYPE_CHECKING:`: that block can hold
 third-party imports from the models (pydantic), and ruff's isort would then order it differently depending on
@@ -32,10 +32,10 @@ section is the same either way.
 
 `<package>` is the source id in snake_case (`mcp-server-time` → `mcp_server_time`), with a trailing `_` when
 that would shadow a standard-library module or a runtime dependency (a TC610 warning). A `pattern` pydantic
-would refuse at import is dropped from the models first (TC611, `codegen.patterns`). Names, literals and docstrings follow
-`codegen.identifiers` and `codegen.literals`; every module passes `literals.check_module` (compiles, nothing
-runs on import; tools.py piece by piece, `codegen.stub_functions`) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
-`tools.py` are carried over (`codegen.keep`). Output is deterministic: the provenance line carries a digest of
+would refuse at import is dropped from the models first (TC611, `codegen.stubs.patterns`). Names, literals and docstrings follow
+`codegen.stubs.identifiers` and `codegen.stubs.literals`; every module passes `literals.check_module` (compiles, nothing
+runs on import; tools.py piece by piece, `codegen.stubs.stub_functions`) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
+`tools.py` are carried over (`codegen.stubs.keep`). Output is deterministic: the provenance line carries a digest of
 the input, never a time.
 """
 
@@ -48,20 +48,20 @@ from typing import Any
 
 import libcst
 
-from compiler import limits
 from compiler.build import Build
-from compiler.codegen.bundling import SharedDefinitions
 from compiler.codegen.env import render
-from compiler.codegen.identifiers import name_hash, pascal_name, snake_name, unique_names
-from compiler.codegen.keep import kept_functions, merge_kept
-from compiler.codegen.lenient import SplitDirections
-from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
-from compiler.codegen.model_chunks import GeneratedModels, generate_models
-from compiler.codegen.models import Combined, ModelGenerationError, ModelRequest, combine
-from compiler.codegen.stub_functions import Stub, functions
-from compiler.diagnostics import CompilerError
+from compiler.codegen.stubs.bundling import SharedDefinitions
+from compiler.codegen.stubs.identifiers import name_hash, pascal_name, snake_name, unique_names
+from compiler.codegen.stubs.keep import kept_functions, merge_kept
+from compiler.codegen.stubs.lenient import SplitDirections
+from compiler.codegen.stubs.literals import UnsafeModule, check_module, docstring_literal
+from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
+from compiler.codegen.stubs.models import Combined, ModelGenerationError, ModelRequest, combine
+from compiler.codegen.stubs.stub_functions import Stub, functions
+from compiler.infra import limits
+from compiler.infra.diagnostics import CompilerError
+from compiler.infra.serialize import compact_json
 from compiler.ir import Source, Tool
-from compiler.serialize import compact_json
 
 MODELS_FAILED = "TC601"
 MODEL_MISSING = "TC602"
@@ -90,6 +90,9 @@ FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
 _ALLOWED_CALLS = frozenset({"model_rebuild"})
 """Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
 _NO_MODELS = GeneratedModels(files={}, modules=(), owner={})
+
+GENERATOR = "compiler.codegen.stubs"
+"""What the generated files name as their generator (the package, wherever its modules sit)."""
 
 
 def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
@@ -212,7 +215,7 @@ class SourcePackage:
             self.build.diagnostics.warning(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
                                            pointer=request.pointer, **self.where)
         # Provenance kept under 88 columns (the formatter's width): the digest gets a line of its own.
-        header = (f"# Pydantic models for package {self.package}: generated by {__name__}\n"
+        header = (f"# Pydantic models for package {self.package}: generated by {GENERATOR}\n"
                   f"# from input sha256:{self.digest}.")
         try:
             models = generate_models(combined.schema["$defs"], [r.key for r in requests], package=self.package,
@@ -231,7 +234,7 @@ class SourcePackage:
 
     def _docstring(self, what: str) -> str:
         text = (f"{what} the tools of source {self.source.id!r} (package {self.package}).\n\n"
-                f"Generated by {__name__} from input\nsha256:{self.digest}.\n"
+                f"Generated by {GENERATOR} from input\nsha256:{self.digest}.\n"
                 "Do not edit, except functions marked `# toolc: keep` in tools.py,\n"
                 "which regeneration carries over.")
         return docstring_literal(text)
@@ -249,7 +252,7 @@ class SourcePackage:
         return head + made.text
 
     def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
-        """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.keep`).
+        """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.stubs.keep`).
 
         Returns the kept functions that have no tool any more, or None when the previous module cannot be read
         (an error: the compile fails and the user's file stays as it is)."""

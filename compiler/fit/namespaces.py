@@ -20,10 +20,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from compiler.fit.toolsets import Toolset
 from compiler.ir import HttpBinding, Tool
 from compiler.providers import names
 from compiler.providers.descriptions import cut
-from compiler.providers.toolsets import Toolset
 
 SIZE = 9
 """Functions per namespace: OpenAI advises fewer than 10."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.config import ApprovalsConfig, Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.serialize import compact_json
 from compiler.ir import McpBinding, RiskLevel, Tool
-from compiler.serialize import compact_json
 from compiler.sources.mcp_pins import pin_hash, pinned_form
 
 UNKNOWN_PINNED_SERVER = "TC642"

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog, HttpBinding, McpBinding, Tool
 
 BAD_PATTERN = "TC650"

@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler.build import Build
+from compiler.codegen.router.names import NameMaps
 from compiler.config import PolicyConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.serialize import compact_json
 from compiler.ir import CredentialArgument, HttpBinding, McpBinding, RiskLevel, Tool
-from compiler.serialize import compact_json
 from compiler.sources.mcp_env import looks_secret
-
-if TYPE_CHECKING:
-    from compiler.codegen.router_names import NameMaps
 
 UNROUTABLE_TOOL = "TC630"
 LITERAL_SECRET = "TC631"

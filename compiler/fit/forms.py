@@ -24,26 +24,24 @@ token counts add up from the per-tool figures the lowering workers counted (`spa
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from compiler.build import Build, TargetOutput
+from compiler.build import Build, FitOutput, Layout, TargetOutput
 from compiler.config import Config
-from compiler.diagnostics import Diagnostic
+from compiler.fit import deferred
+from compiler.fit.discovery import meta_tools
+from compiler.fit.guide import guide
+from compiler.fit.namespaces import Namespace, plan_namespaces
+from compiler.fit.toolsets import Toolset, plan_toolsets
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject, Tool
-from compiler.providers import codes, deferred, spans, tokens
-from compiler.providers.dialect import Deferral, Dialect, LowerEnv
-from compiler.providers.discovery import meta_tools
-from compiler.providers.emit import layout_of, set_aside
-from compiler.providers.guide import guide
+from compiler.providers import codes, spans, tokens
+from compiler.providers.dialect import Deferral, Dialect, lower_env
 from compiler.providers.lower import lower_tool, wants_strict
-from compiler.providers.namespaces import Namespace, plan_namespaces
 from compiler.providers.registry import ALIASES, PROVIDERS
-from compiler.providers.toolsets import Toolset, plan_toolsets
-from compiler.serialize import canonical_json
 
 INDEX_FORMAT = 1
 DEFAULT_LIMIT = 128
@@ -87,7 +85,7 @@ def _discovery(build: Build, target: str) -> list[JsonObject]:
     strict = wants_strict(target, build.config)
     definitions: list[JsonObject] = []
     for tool in meta_tools():
-        env = LowerEnv(build.resolver, {}, build.config.resolver.max_depth, build.config.providers.model_dump())
+        env = lower_env(build.resolver, {}, build.config)
         lowered, _entry, _found = lower_tool(target, tool, tool.name, env, strict=strict)
         assert lowered is not None, f"discovery meta-tool {tool.name} does not lower for {target}"
         definitions.append(lowered.definition)
@@ -105,13 +103,6 @@ def _provider_names(output: TargetOutput) -> dict[str, str]:
     return {entry["tool"]: name for name, entry in output.names.get("tools", {}).items()}
 
 
-@contextmanager
-def _tools_file(build: Build, path: str) -> Iterator[BinaryIO]:
-    spooled = build.files.spooled_path(path)
-    with spooled.open("rb") if spooled is not None else io.BytesIO(build.files[path]) as source:
-        yield source
-
-
 class _Namespaces:
     """The namespaces, planned once for the targets that group deferred functions."""
 
@@ -124,7 +115,7 @@ class _Namespaces:
         return self.planned
 
 
-def _deferred(build: Build, dialect: Dialect, layout: spans.Layout, source: BinaryIO,
+def _deferred(build: Build, dialect: Dialect, layout: Layout, source: BinaryIO,
               namespaces: list[Namespace]) -> dict[str, Any]:
     """Write `schemas/<target>.deferred.json`, or say why it cannot be sent (TC773); its index row."""
     deferral = dialect.deferral
@@ -180,92 +171,147 @@ def _forms(files: Mapping[str, Any], discovery: Mapping[str, Any], toolset_files
     return forms
 
 
-def emit_fit(build: Build) -> None:
-    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets.
+@dataclass(frozen=True)
+class _Plan:
+    """What every target's files are cut along: the toolsets, each tool's membership, the token budgets."""
 
-    Reads only the layout of each target's tools file (`spans.py`): toolset files are byte ranges of it, and token
-    counts add up from per-tool figures the lowering workers counted."""
-    if not build.providers:
-        return
-    config = build.config.toolsets
+    emitted_ids: list[str]
+    by_id: dict[str, Tool]
+    toolsets: list[Toolset]
+    member_of: dict[str, list[str]]
+    budgets: dict[str, int]
+
+
+@dataclass
+class _Written:
+    """One target's fit files, as written: the index's rows and the files budgets apply to."""
+
+    files: dict[str, Any] = field(default_factory=dict)
+    sendable: list[tuple[str, list[str], int]] = field(default_factory=list)
+    """(path, tool ids, tokens) of every file of the target that holds tools as they are (budgets apply)."""
+    toolset_rows: dict[str, Any] = field(default_factory=dict)
+    """Toolset name → this target's row of it in the index."""
+
+
+def _plan(build: Build) -> _Plan:
+    """Cut the emitted tools into toolsets (TC774 for a toolset whose globs match nothing)."""
     emitted_ids = sorted({tool_id for output in build.providers.values() for tool_id in output.tools})
     by_id = {tool.id: tool for tool in build.catalog.tools}
-    toolsets, empty = plan_toolsets([by_id[i] for i in emitted_ids], config, toolset_limit(build))
-    namespaces = _Namespaces()
+    toolsets, empty = plan_toolsets([by_id[i] for i in emitted_ids], build.config.toolsets, toolset_limit(build))
     for name in empty:
         build.diagnostics.add(_diag(codes.EMPTY_TOOLSET, f"toolset {name!r}: its globs match no tool"))
     member_of: dict[str, list[str]] = {}
     for toolset in toolsets:
         for tool_id in toolset.tool_ids:
             member_of.setdefault(tool_id, []).append(toolset.name)
-    limits = budgets(build)
-    index_sets: dict[str, Any] = {t.name: {"origin": t.origin, "tools": list(t.tool_ids), "targets": {}}
-                                  for t in toolsets}
-    index_targets: dict[str, Any] = {}
-    tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in emitted_ids}
-    for target, output in list(build.providers.items()):
-        dialect = PROVIDERS[target]
-        layout = layout_of(output)
-        costs = {tool_id: span.tokens for tool_id, span in layout.spans.items()}
-        for tool_id, cost in costs.items():
-            tool_tokens[tool_id][target] = cost
-        files: dict[str, Any] = {}
-        sendable: list[tuple[str, list[str], int]] = []
-        """(path, tool ids, tokens) of every file of this target that holds tools as they are (budgets apply)."""
+    return _Plan(emitted_ids, by_id, toolsets, member_of, budgets(build))
+
+
+def _write_toolsets(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces) -> _Written:
+    """Each toolset's file and the provider's deferred form, cut from the target's tools array."""
+    written = _Written()
+    dialect = PROVIDERS[output.target]
+    layout = output.layout
+    with output.array.open("rb") as source:
+        for toolset in plan.toolsets:
+            ids = [tool_id for tool_id in toolset.tool_ids if tool_id in layout.spans]
+            path = f"schemas/toolsets/{toolset.name}.{output.target}.json"
+            build.files.write_chunks(path, spans.array_chunks(layout, source, ids))
+            cost = spans.array_tokens(layout, ids)
+            written.sendable.append((path, ids, cost))
+            written.toolset_rows[toolset.name] = {"file": path, "tools": len(ids), "tokens": cost}
+        if dialect.deferral is not None:
+            written.files["deferred"] = _deferred(build, dialect, layout, source, namespaces(plan.toolsets, plan.by_id))
+    return written
+
+
+def _write_discovery(build: Build, output: TargetOutput, written: _Written) -> dict[str, Any]:
+    """The discovery form: its own file when asked for, and `schemas/<target>.json` when the tools do not fit
+    one request (TC771). Returns its row."""
+    target, dialect = output.target, PROVIDERS[output.target]
+    discovery = canonical_json(_discovery(build, target))
+    row = {"file": f"schemas/discovery.{target}.json", "tools": 3, "tokens": tokens.count_bytes(discovery)}
+    if build.config.toolsets.discovery or not output.fits_one_request:
+        build.add_file(f"schemas/discovery.{target}.json", discovery)
+        written.files["discovery"] = row
+    if not output.fits_one_request:
         all_path = f"schemas/{target}.json"
-        with _tools_file(build, all_path) as source:
-            for toolset in toolsets:
-                ids = [tool_id for tool_id in toolset.tool_ids if tool_id in layout.spans]
-                path = f"schemas/toolsets/{toolset.name}.{target}.json"
-                build.files.write_chunks(path, spans.array_chunks(layout, source, ids))
-                cost = spans.array_tokens(layout, ids)
-                sendable.append((path, ids, cost))
-                index_sets[toolset.name]["targets"][target] = {"file": path, "tools": len(ids), "tokens": cost}
-            if dialect.deferral is not None:
-                files["deferred"] = _deferred(build, dialect, layout, source, namespaces(toolsets, by_id))
-        all_ids = list(layout.spans)
-        fits = dialect.caps.max_tools is None or len(all_ids) <= dialect.caps.max_tools
-        all_tokens = spans.array_tokens(layout, all_ids)
-        discovery = canonical_json(_discovery(build, target))
-        discovery_row = {"file": f"schemas/discovery.{target}.json", "tools": 3,
-                         "tokens": tokens.count_bytes(discovery)}
-        if config.discovery or not fits:
-            build.add_file(f"schemas/discovery.{target}.json", discovery)
-            files["discovery"] = discovery_row
-            if not fits:
-                # Replacing a file the providers stage added, deliberately: this one must be sendable. Its
-                # definitions stay readable from `build.providers[target].tools`.
-                set_aside(output)
-                build.files[all_path] = discovery
-                instead = (f"schemas/{target}.deferred.json, the provider's own deferred loading, or a toolset file"
-                           if dialect.deferral is not None else "a toolset file")
-                build.diagnostics.add(_diag(codes.DISCOVERY_FORM, (
-                    f"{len(all_ids)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the discovery "
-                    f"form (search, describe, call by id); to give the model the tools themselves send {instead} "
-                    f"(schemas/README.md compares the forms)"), target))
-        files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
-                        "tokens": all_tokens if fits else files["discovery"]["tokens"]}
-        if fits:
-            sendable.insert(0, (all_path, all_ids, all_tokens))
-        over = [(path, ids, cost) for path, ids, cost in sendable if target in limits and cost > limits[target]]
-        names = _provider_names(output) if over else {}
-        for path, ids, cost in over:
-            build.diagnostics.add(_diag(codes.OVER_BUDGET, (
-                f"{cost} tokens, over the budget of {limits[target]}; largest: "
-                f"{_largest(costs, names, ids)} ({path}, {len(ids)} tools)"), target))
-        forms = _forms(files, discovery_row, sendable[1 if fits else 0:], all_tokens, fits)
-        index_targets[target] = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
-                                 "budget": limits.get(target), "forms": forms}
-        summary = dict(output.summary)
-        summary.update(tokens=all_tokens, tokens_method=tokens.method(dialect.tokenizer_exact), toolsets=len(toolsets),
-                       fits_one_request=fits, forms=forms)
-        build.providers[target] = replace(output, summary=summary)
+        build.add_file(all_path, discovery)
+        instead = (f"schemas/{target}.deferred.json, the provider's own deferred loading, or a toolset file"
+                   if dialect.deferral is not None else "a toolset file")
+        build.diagnostics.add(_diag(codes.DISCOVERY_FORM, (
+            f"{len(output.layout.spans)} tools exceed a request's {dialect.caps.max_tools}: {all_path} holds the "
+            f"discovery form (search, describe, call by id); to give the model the tools themselves send {instead} "
+            f"(schemas/README.md compares the forms)"), target))
+    return row
+
+
+def _check_budget(build: Build, output: TargetOutput, sendable: list[tuple[str, list[str], int]],
+                  budget: int | None) -> None:
+    """TC770 for each file of the target over its token budget, naming its largest tools."""
+    over = [(path, ids, cost) for path, ids, cost in sendable if budget is not None and cost > budget]
+    if not over:
+        return
+    costs = {tool_id: span.tokens for tool_id, span in output.layout.spans.items()}
+    names = _provider_names(output)
+    for path, ids, cost in over:
+        build.diagnostics.add(_diag(codes.OVER_BUDGET, (
+            f"{cost} tokens, over the budget of {budget}; largest: "
+            f"{_largest(costs, names, ids)} ({path}, {len(ids)} tools)"), output.target))
+
+
+def _fit_target(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces) -> tuple[_Written, Any]:
+    """Write one target's fit files and check its budget; its files and index row."""
+    target, dialect = output.target, PROVIDERS[output.target]
+    written = _write_toolsets(build, plan, output, namespaces)
+    all_path, all_ids, fits = f"schemas/{target}.json", list(output.layout.spans), output.fits_one_request
+    all_tokens = spans.array_tokens(output.layout, all_ids)
+    discovery = _write_discovery(build, output, written)
+    files = written.files
+    files["all"] = {"file": all_path, "tools": len(all_ids), "fits": fits, "all_tools_tokens": all_tokens,
+                    "tokens": all_tokens if fits else files["discovery"]["tokens"]}
+    if fits:
+        written.sendable.insert(0, (all_path, all_ids, all_tokens))
+    _check_budget(build, output, written.sendable, plan.budgets.get(target))
+    forms = _forms(files, discovery, written.sendable[1 if fits else 0:], all_tokens, fits)
+    row = {"tokens_method": tokens.method(dialect.tokenizer_exact), "files": files,
+           "budget": plan.budgets.get(target), "forms": forms}
+    return written, row
+
+
+def emit_fit(build: Build) -> dict[str, FitOutput]:
+    """Add the toolset, discovery and deferred files and the index; count tokens; enforce budgets. Returns each
+    target's figures; the providers stage's output is read, never changed.
+
+    Reads only the layout of each target's tools array (`spans.py`): toolset files are byte ranges of it, and token
+    counts add up from per-tool figures the lowering workers counted."""
+    if not build.providers:
+        return {}
+    plan = _plan(build)
+    namespaces = _Namespaces()
+    index_sets: dict[str, Any] = {t.name: {"origin": t.origin, "tools": list(t.tool_ids), "targets": {}}
+                                  for t in plan.toolsets}
+    index_targets: dict[str, Any] = {}
+    tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in plan.emitted_ids}
+    fit: dict[str, FitOutput] = {}
+    for target, output in build.providers.items():
+        for tool_id, span in output.layout.spans.items():
+            tool_tokens[tool_id][target] = span.tokens
+        written, row = _fit_target(build, plan, output, namespaces)
+        for name, toolset_row in written.toolset_rows.items():
+            index_sets[name]["targets"][target] = toolset_row
+        index_targets[target] = row
+        all_row = row["files"]["all"]
+        fit[target] = FitOutput(target, {"tokens": all_row["all_tools_tokens"], "tokens_method": row["tokens_method"],
+                                         "toolsets": len(plan.toolsets), "fits_one_request": all_row["fits"],
+                                         "forms": row["forms"]})
     index = {"format": INDEX_FORMAT, "tokenizer": tokens.ENCODING, "limit": toolset_limit(build),
              "toolsets": index_sets, "targets": index_targets,
-             "tools": {tool_id: {"toolsets": member_of.get(tool_id, []), "tokens": tool_tokens[tool_id]}
-                       for tool_id in emitted_ids}}
+             "tools": {tool_id: {"toolsets": plan.member_of.get(tool_id, []), "tokens": tool_tokens[tool_id]}
+                       for tool_id in plan.emitted_ids}}
     build.add_file("schemas/toolsets/index.json", canonical_json(index))
     build.add_file("schemas/README.md", guide(index_targets))
+    return fit
 
 
 def toolsets_of(index: JsonObject, tool_id: str) -> list[str]:

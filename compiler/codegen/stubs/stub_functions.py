@@ -21,14 +21,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from compiler import limits
 from compiler.codegen.env import render
-from compiler.codegen.literals import check_module, docstring_literal
-from compiler.codegen.model_chunks import GeneratedModels
-from compiler.codegen.models import ModelsModule
-from compiler.codegen.signatures import Imports, Param, parameters
+from compiler.codegen.stubs.literals import check_module, docstring_literal
+from compiler.codegen.stubs.model_chunks import GeneratedModels
+from compiler.codegen.stubs.models import ModelsModule
+from compiler.codegen.stubs.signatures import Imports, Param, parameters
+from compiler.infra import limits
+from compiler.infra.parallel import can_fork, cores, start_context
 from compiler.ir import Tool
-from compiler.parallel import can_fork, cores, start_context
 
 PIECE = 256
 """Functions per checked piece: about 0.5 MB of code and 20 MB of syntax tree."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.build import Build
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.diagnostics import Diagnostics, Severity
+from compiler.infra.serialize import canonical_json, catalog_to_json
 from compiler.ir import Catalog
-from compiler.serialize import canonical_json, catalog_to_json
 
 
 def emit_catalog(build: Build) -> None:

@@ -15,17 +15,17 @@ from typing import Any
 
 import orjson
 
-from compiler import limits
-from compiler.build import Build, TargetOutput
-from compiler.diagnostics import Diagnostic
+from compiler.build import Build, Layout, TargetOutput
+from compiler.infra import limits
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.parallel import can_fork, cores, fork_each
+from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject
-from compiler.output import FileSet
-from compiler.parallel import can_fork, cores, fork_each
 from compiler.providers import tokens
+from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
-from compiler.providers.spans import Layout, write_array
-from compiler.serialize import canonical_json
+from compiler.providers.spans import write_array
 
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
@@ -47,38 +47,26 @@ class _Emitted:
     tools_path: str
     layout: Layout
     """Where each definition sits in the tools file and its tokens (by tool id, in the file's order)."""
-    names_json: bytes
+    names: JsonObject
+    """The reverse name map, as `lower_target` made it (never encoded and decoded again in one process)."""
     digests: dict[str, str]
     summary: dict[str, Any]
     diagnostics: list[Diagnostic]
 
 
 class _Definitions(Mapping[str, JsonObject]):
-    """A target's definitions by tool id, decoded from its emitted file on first read: the lock reads digests,
+    """A target's definitions by tool id, decoded from its tools array on first read: the lock reads digests,
     codegen reads name maps and the fit stage reads the layout, so a compile never holds a big API's definitions
     after lowering them."""
 
-    def __init__(self, target: str, files: FileSet, path: str, layout: Layout) -> None:
-        self._target, self._files, self._path, self.layout = target, files, path, layout
+    def __init__(self, target: str, array: Path, layout: Layout) -> None:
+        self._target, self._array = target, array
         self._ids = list(layout.spans)
         self._decoded: dict[str, JsonObject] | None = None
-        self._set_aside: Path | bytes | None = None
-
-    def set_aside(self) -> None:
-        """The output file is about to be replaced (by the discovery form): keep reading the definitions from
-        its old content, taken out of the output."""
-        if self._set_aside is None:
-            self._set_aside = self._files.detach(self._path)
-
-    def _read(self) -> bytes:
-        held = self._set_aside
-        if held is None:
-            return self._files[self._path]
-        return held.read_bytes() if isinstance(held, Path) else held
 
     def _all(self) -> dict[str, JsonObject]:
         if self._decoded is None:
-            definitions = definitions_of(self._target, orjson.loads(self._read()))
+            definitions = definitions_of(self._target, orjson.loads(self._array.read_bytes()))
             self._decoded = dict(zip(self._ids, definitions, strict=True))
         return self._decoded
 
@@ -86,7 +74,7 @@ class _Definitions(Mapping[str, JsonObject]):
         return self._all()[tool_id]
 
     def __contains__(self, tool_id: object) -> bool:
-        return tool_id in self.layout.spans
+        return tool_id in self._ids
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -104,11 +92,11 @@ PARALLEL_MIN_TOOLS = 300
 
 
 def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
-    shared: dict[tuple[str, ...], object] = {}
+    cache = LoweringCache()
     emitted: list[_Emitted] = []
     for target in targets:
         before = len(build.diagnostics)
-        result = lower_target(build.catalog, build.resolver, target, build.config, shared)
+        result = lower_target(build.catalog, build.resolver, target, build.config, cache)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
         digests, layout = write_array(path, target, ordered)
@@ -117,26 +105,15 @@ def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
         found = [*build.diagnostics.items[before:], *result.diagnostics]
         del build.diagnostics.items[before:]
-        emitted.append(_Emitted(target, str(path), layout, canonical_json(result.name_map()), digests, summary,
-                                found))
+        emitted.append(_Emitted(target, str(path), layout, result.name_map(), digests, summary, found))
         del result, ordered
     return emitted
 
-def layout_of(output: TargetOutput) -> Layout:
-    """The layout of a target's tools file (only the providers stage makes a `TargetOutput` the fit stage reads)."""
-    return _definitions(output).layout
-
-
-def set_aside(output: TargetOutput) -> None:
-    """Before `schemas/<target>.json` is replaced in the output: `output.tools` keeps reading every definition
-    (the pytest plugin's `toolc_tools(target)` reads them all) from the file as the providers stage wrote it."""
-    _definitions(output).set_aside()
-
-
-def _definitions(output: TargetOutput) -> _Definitions:
-    if not isinstance(output.tools, _Definitions):
-        raise TypeError(f"{output.target}: not an output of emit_providers")
-    return output.tools
+def fits_one_request(target: str, tools: int) -> bool:
+    """Whether `tools` definitions fit one request of `target` (its tool limit): decides, once, whether
+    `schemas/<target>.json` holds them or the discovery form (the fit stage, TC771)."""
+    limit = PROVIDERS[target].caps.max_tools
+    return limit is None or tools <= limit
 
 
 def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -171,7 +148,8 @@ def _lower_all(build: Build) -> list[_Emitted]:
 
 
 def emit_providers(build: Build) -> dict[str, TargetOutput]:
-    """Lower every target, add `schemas/<target>.json` and `.names.json`, and hand on each target's output."""
+    """Lower every target, add `schemas/<target>.json` (when its tools fit one request) and `.names.json`,
+    and hand on each target's output."""
     outputs: dict[str, TargetOutput] = {}
     by_target = {item.target: item for item in _lower_all(build)}
     seen: set[Diagnostic] = set()
@@ -182,12 +160,15 @@ def emit_providers(build: Build) -> dict[str, TargetOutput]:
             if diagnostic.provider or diagnostic not in seen:
                 seen.add(diagnostic)
                 build.diagnostics.add(diagnostic)
-        tools_file = f"schemas/{target}.json"
-        if tools_file in build.files:
-            raise ValueError(f"two stages write {tools_file}")
-        build.files.adopt(tools_file, Path(item.tools_path))
-        build.add_file(f"schemas/{target}.names.json", item.names_json)
-        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, build.files, tools_file, item.layout),
-                                       names=orjson.loads(item.names_json), summary=item.summary,
-                                       digests=item.digests)
+        array = Path(item.tools_path)
+        fits = fits_one_request(target, len(item.layout.spans))
+        if fits:
+            tools_file = f"schemas/{target}.json"
+            if tools_file in build.files:
+                raise ValueError(f"two stages write {tools_file}")
+            build.files.adopt(tools_file, array)
+        build.add_file(f"schemas/{target}.names.json", canonical_json(item.names))
+        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, array, item.layout),
+                                       names=item.names, summary=item.summary, array=array,
+                                       layout=item.layout, fits_one_request=fits, digests=item.digests)
     return outputs

@@ -5,7 +5,7 @@ and model agree exactly) and rewritten for `tools.py`, where the models module i
 every name the models module imports is imported again under a leading underscore (`Any` → `_Any`). Since
 generated function and parameter names never start with an underscore, no tool or property name can shadow
 anything a stub refers to. A name the rewrite does not know makes the annotation fall back to `_Any`.
-When a big source's models are split into chunk modules (`codegen.model_chunks`), a name `models.py` does not
+When a big source's models are split into chunk modules (`codegen.stubs.model_chunks`), a name `models.py` does not
 re-export is spelt through its chunk, which `models.py` does export: `_models._models_3.Body12`.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.codegen.identifiers import snake_name, unique_names
-from compiler.codegen.models import ModelsModule
+from compiler.codegen.stubs.identifiers import snake_name, unique_names
+from compiler.codegen.stubs.models import ModelsModule
 
 _BUILTIN_TYPES = frozenset({"None", "list", "dict", "set", "frozenset", "tuple", "str", "int", "float", "bool",
                             "bytes", "type", "object"})

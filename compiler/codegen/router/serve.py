@@ -46,7 +46,7 @@ def _dumps(value: Any) -> str:
 
 def mcp_names(tools: Iterable[Tool], names: NamesConfig) -> dict[str, str]:
     """Tool id → the name the generated MCP server serves it under."""
-    served, _ = assign_names(tools, "mcp", names.model_copy(update={"namesake": "rename"}), MCP_NAMES)
+    served, _ = assign_names(tools, "mcp", MCP_NAMES, names.model_copy(update={"namesake": "rename"}))
     return served
 
 

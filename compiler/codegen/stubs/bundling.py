@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.codegen.models import references
-from compiler.codegen.patterns import DroppedPattern, drop_bad_patterns
+from compiler.codegen.stubs.models import references
+from compiler.codegen.stubs.patterns import DroppedPattern, drop_bad_patterns
 from compiler.refs import escape_token
 
 

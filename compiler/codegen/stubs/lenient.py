@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.codegen.models import ref_target, references
+from compiler.codegen.stubs.models import ref_target, references
 from compiler.refs import escape_token
 from compiler.schema import map_subschemas
 

@@ -30,8 +30,8 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
-from compiler import limits as limit_codes
-from compiler.limits import Limits
+from compiler.infra import limits as limit_codes
+from compiler.infra.limits import Limits
 
 _TAG = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null"))

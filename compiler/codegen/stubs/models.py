@@ -2,7 +2,7 @@
 
     bundled tool schemas ──► combine() ──► {"$defs": {shared defs…, <Tool>Input, <Tool>Output, …}}
                                             │ datamodel-code-generator (library, builtin formatter),
-                                            │ once per independent chunk (`codegen.model_chunks`)
+                                            │ once per independent chunk (`codegen.stubs.model_chunks`)
                                             ▼
                               models source ──► analyse() ──► class → {wire key: annotation}
 
@@ -31,8 +31,8 @@ from typing import Any
 
 import libcst
 
-from compiler import limits
-from compiler.codegen.identifiers import snake_name
+from compiler.codegen.stubs.identifiers import snake_name
+from compiler.infra import limits
 from compiler.refs import escape_token, unescape_token
 from compiler.schema import map_subschemas
 
@@ -49,7 +49,7 @@ class ModelRequest:
     tool: str
     pointer: str
     introduces: tuple[str, ...] = ()
-    """Shared definitions (`combine`'s `shared`) this request reached first (`codegen.bundling`)."""
+    """Shared definitions (`combine`'s `shared`) this request reached first (`codegen.stubs.bundling`)."""
 
 
 @dataclass

@@ -7,10 +7,10 @@ Nothing from an input is pasted into code as raw text. Text becomes code only th
   backslashes doubled (so `\\N{...}`, `\\x` and a trailing backslash stay text), every `\"\"\"` run broken up,
   a final quote escaped, and control, format and separator characters (bidi overrides, NUL, U+2028, `\\r`)
   written as escapes;
-- identifiers from `codegen.identifiers`.
+- identifiers from `codegen.stubs.identifiers`.
 
 `check_module(code)` is the gate every generated module passes before it is emitted: it must parse and
-compile with CPython (only `ast`: libcst took seconds on a big models module; `codegen.keep` parses tools.py
+compile with CPython (only `ast`: libcst took seconds on a big models module; `codegen.stubs.keep` parses tools.py
 with libcst itself when it carries kept functions over), and its top level may hold only a docstring, imports,
 function and class definitions, and assignments whose value contains no call, so importing it runs nothing
 from the input.

@@ -13,7 +13,7 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 from compiler.config import AuditConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 
 LITERAL_PASSWORD = "TC670"
 NOT_A_DSN = "TC671"

@@ -1,6 +1,6 @@
 """Read JSON and YAML documents into Python data, turning every failure into a located diagnostic.
 
-Every document is read under the limits in force (`compiler.limits`): its size is checked before it is read,
+Every document is read under the limits in force (`compiler.infra.limits`): its size is checked before it is read,
 its nesting before any recursive code sees it. JSON goes through orjson (fast; it refuses more than 1,024
 levels itself), then one loop checks the nesting against `max_depth`. YAML goes through `yaml_loader`, which
 builds the data from libyaml's event stream with limits on nesting, aliases, tags and numbers. Nothing here
@@ -16,10 +16,10 @@ from typing import Any
 import orjson
 import yaml
 
-from compiler import limits as codes
-from compiler.diagnostics import CompilerError, Diagnostic, Severity
-from compiler.limits import Limits
-from compiler.yaml_loader import YamlRefused, load_yaml
+from compiler.infra import limits as codes
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.limits import Limits
+from compiler.infra.yaml_loader import YamlRefused, load_yaml
 
 MALFORMED_JSON = "TC101"
 MALFORMED_YAML = "TC102"

@@ -28,12 +28,13 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from compiler.build import Layout
+from compiler.fit.namespaces import Namespace
+from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject
 from compiler.providers import tokens
 from compiler.providers.dialect import Deferral
-from compiler.providers.namespaces import Namespace
-from compiler.providers.spans import Layout, frame
-from compiler.serialize import canonical_json
+from compiler.providers.spans import frame
 
 _PLACEHOLDER = re.compile(rb'"\\u0000toolc-deferred:(\d+)\\u0000"')
 _DEFER_KEY = "defer_loading"

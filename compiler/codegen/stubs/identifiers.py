@@ -30,7 +30,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 
-from compiler import limits
+from compiler.infra import limits
 
 PYTHON_RESERVED: frozenset[str] = frozenset(
     {*keyword.kwlist, *keyword.softkwlist, "type", *dir(builtins), "self", "cls"}

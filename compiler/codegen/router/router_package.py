@@ -6,7 +6,7 @@ and provider name maps, read on first use (`router_tables.tables_file`). Every o
 the same for every project: real Python files under `templates/router/static/`, linted, formatted and
 type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
 compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
-(`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input schemas the router
+(`codegen.stubs.stub_packages`), one copy for every source package; `_schemas.json` holds the input schemas the router
 validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run time,
 `requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code imports the
 `mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never `compiler`. See
@@ -23,13 +23,13 @@ import orjson
 
 from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
-from compiler.codegen.router_audit import audit_dsn
-from compiler.codegen.router_env import env_example
-from compiler.codegen.router_gateway import approvals_table, pins_file
-from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
-from compiler.codegen.router_names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
-from compiler.codegen.router_serve import mcp_names, serve_file
-from compiler.codegen.router_tables import (
+from compiler.codegen.router.audit import audit_dsn
+from compiler.codegen.router.env import env_example
+from compiler.codegen.router.gateway import approvals_table, pins_file
+from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
+from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
+from compiler.codegen.router.serve import mcp_names, serve_file
+from compiler.codegen.router.tables import (
     api_rows,
     overridden_url,
     policy_table,
@@ -38,11 +38,11 @@ from compiler.codegen.router_tables import (
     tables_file,
     tool_rows,
 )
-from compiler.diagnostics import Diagnostics
+from compiler.fit.forms import toolsets_of
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.serialize import compact_json
 from compiler.ir import HttpBinding, McpBinding, Tool
-from compiler.providers.fit import toolsets_of
 from compiler.refs import RefResolver
-from compiler.serialize import compact_json
 
 PACKAGE = "toolc_router"
 RENDER_FAILED = "TC636"

@@ -37,10 +37,9 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any
 
-from compiler import limits
-from compiler.codegen.identifiers import is_safe_identifier
-from compiler.codegen.literals import check_module
-from compiler.codegen.models import (
+from compiler.codegen.stubs.identifiers import is_safe_identifier
+from compiler.codegen.stubs.literals import check_module
+from compiler.codegen.stubs.models import (
     ModelGenerationError,
     ModelsModule,
     analyse,
@@ -50,7 +49,8 @@ from compiler.codegen.models import (
     run_datamodel_codegen,
     split_source_lines,
 )
-from compiler.parallel import cores, start_context
+from compiler.infra import limits
+from compiler.infra.parallel import cores, start_context
 
 SPLIT_WEIGHT = 1_000_000
 """A chunk heavier than this (one big strongly-linked component: Microsoft Graph's entity types, 5 MB) is run

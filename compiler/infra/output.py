@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import BinaryIO
 
-from compiler.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
 
 CANNOT_WRITE = "TC120"
 

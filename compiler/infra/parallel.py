@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Generic, TypeVar, cast
 
-from compiler import limits
+from compiler.infra import limits
 
 T = TypeVar("T")
 

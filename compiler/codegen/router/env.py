@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.codegen.router_guard import preset_references
+from compiler.codegen.router.guard import preset_references
 
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER = """\

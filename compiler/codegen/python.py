@@ -1,4 +1,4 @@
-"""The codegen emitter: typed stubs per source (`codegen.stubs`) and the router package (`codegen.router`),
+"""The codegen emitter: typed stubs per source (`codegen.stubs.stub_packages`) and the router package (`codegen.router.router_package`),
 all under `python/` in the output folder. Layout:
 
     python/toolc_router/          the generated, policy-checked router (one per project); its `stubs.py` is
@@ -10,12 +10,12 @@ all under `python/` in the output folder. Layout:
 
 from __future__ import annotations
 
-from compiler import limits
 from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
 from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
-from compiler.diagnostics import Diagnostic
-from compiler.parallel import Background, can_fork, cores
+from compiler.infra import limits
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.parallel import Background, can_fork, cores
 
 BACKGROUND_MIN_TOOLS = 1000
 """From this many tools the router is generated in a forked child while this process makes the stubs: both are
@@ -49,8 +49,8 @@ def emit_python(build: Build) -> CodegenRecord | None:
 def _generate(build: Build) -> dict[str, bytes]:
     """The router's files and the stubs', with the router's diagnostics before the stubs' wherever it ran."""
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
-    from compiler.codegen.router import generate_router
-    from compiler.codegen.stubs import generate_stubs
+    from compiler.codegen.router.router_package import generate_router
+    from compiler.codegen.stubs.stub_packages import generate_stubs
 
     if cores() < 2 or len(build.catalog.tools) < BACKGROUND_MIN_TOOLS or not can_fork():
         return {**generate_router(build), **generate_stubs(build)}
