@@ -12,7 +12,7 @@ import click
 import orjson
 
 from compiler.build import Build
-from compiler.codegen.router.gateway import listed_entry, pinned_servers, tool_pins
+from compiler.codegen.router.pins import listed_entry, pinned_servers, tool_pins
 from compiler.commands.support import (
     EXIT_FAILED,
     EXIT_OK,

@@ -23,11 +23,12 @@ import orjson
 
 from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
+from compiler.codegen.router.approvals import approvals_table
 from compiler.codegen.router.audit import audit_dsn
 from compiler.codegen.router.env import env_example
-from compiler.codegen.router.gateway import approvals_table, pins_file
 from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
+from compiler.codegen.router.pins import pins_file
 from compiler.codegen.router.serve import mcp_names, serve_file
 from compiler.codegen.router.tables import (
     api_rows,

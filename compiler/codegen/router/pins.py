@@ -1,5 +1,5 @@
-"""`gateway:` settings → what the generated router bakes for them: approvals (`_tables.py`) and the pinned
-definitions of MCP tools (`_pins.json`).
+"""`gateway.pinning` → `_pins.json`, the pinned definitions of MCP tools the generated router checks each live
+server's `tools/list` against (`templates/router/static/pinning.py`); `toolc check --live` compares the same.
 
     TC642 warning  `gateway.pinning.off` names a server that is not in `mcp_servers`
 """
@@ -8,25 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.config import ApprovalsConfig, Config
+from compiler.config import Config
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.serialize import compact_json
-from compiler.ir import McpBinding, RiskLevel, Tool
+from compiler.ir import McpBinding, Tool
 from compiler.sources.mcp_pins import pin_hash, pinned_form
 
 UNKNOWN_PINNED_SERVER = "TC642"
 PINS_FORMAT = 1
 _HINTS = {"read_only_hint": "readOnlyHint", "destructive_hint": "destructiveHint",
           "idempotent_hint": "idempotentHint", "open_world_hint": "openWorldHint"}
-
-
-def approvals_table(approvals: ApprovalsConfig) -> dict[str, Any]:
-    """The baked `ApprovalSpec` (`templates/router/static/approvals.py`); validated when the file is loaded."""
-    return {
-        "min_risk": None if approvals.min_risk is None else RiskLevel.from_label(approvals.min_risk).value,
-        "tools": tuple(approvals.tools),
-        "timeout_s": approvals.timeout_s,
-    }
 
 
 def listed_entry(tool: Tool) -> dict[str, Any]:
