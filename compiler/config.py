@@ -199,6 +199,29 @@ class PolicyConfig(_Strict):
         return value.lower() if isinstance(value, str) else value
 
 
+class ApprovalsConfig(_Strict):
+    """`gateway.approvals`: calls a person approves first (the router's `approval` gate)."""
+
+    min_risk: Literal["low", "medium", "high", "critical"] | None = None
+    """Tools at or above this risk need approval (null: only `tools` do)."""
+    tools: tuple[str, ...] = ()
+    """Globs over tool names (id, own name, provider names), as the policy lists match them."""
+    timeout_s: float = Field(default=120.0, gt=0, le=86_400)
+    """Seconds to wait for an answer; no answer in time is a refusal."""
+
+    @field_validator("min_risk", mode="before")
+    @classmethod
+    def _lower_risk(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
+class PinningConfig(_Strict):
+    """`gateway.pinning`: the router refuses an MCP tool whose live definition differs from the compiled one."""
+
+    off: tuple[str, ...] = ()
+    """MCP server ids whose tools are not pinned (every other server of `mcp_servers` is)."""
+
+
 class AuditConfig(_Strict):
     """Where the generated router keeps its audit trail: SQLite per process (`policy.audit_db`) unless a DSN."""
 
@@ -273,11 +296,13 @@ class RetriesConfig(_Strict):
 
 
 class GatewayConfig(_Strict):
-    """The router as a shared gateway: one sub-section per guard."""
+    """The router as a shared gateway: one sub-section per guard, each baked into the router's tables."""
 
     rate_limits: RateLimitsConfig = RateLimitsConfig()
     result_budget: ResultBudgetConfig = ResultBudgetConfig()
     retries: RetriesConfig = RetriesConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
+    pinning: PinningConfig = PinningConfig()
 
 
 class Config(_Strict):

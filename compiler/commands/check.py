@@ -9,7 +9,10 @@ import tempfile
 from pathlib import Path
 
 import click
+import orjson
 
+from compiler.build import Build
+from compiler.codegen.router.pins import listed_entry, pinned_servers, tool_pins
 from compiler.commands.support import (
     EXIT_FAILED,
     EXIT_OK,
@@ -20,22 +23,43 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config
-from compiler.drift.check import check_build, refresh_command
+from compiler.drift.check import CATALOG_FILE, check_build, refresh_command
 from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
 from compiler.drift.rules import Level
 from compiler.infra.diagnostics import Diagnostics
-from compiler.ir import Catalog
+from compiler.infra.serialize import catalog_from_json
+from compiler.ir import Catalog, McpBinding
+from compiler.sources.mcp_pins import changes, refusal_reason
 
 _FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)
 _FORMAT = click.Choice(list(FORMATS))
 
 
-def _finish(report: DriftReport, fmt: str, fail_on: str) -> None:
+def _finish(report: DriftReport, fmt: str, fail_on: str, pinning: list[str] | None = None) -> None:
     level = Level.parse(fail_on)
     click.echo(render(report, fmt, level), nl=False)
-    sys.exit(EXIT_FAILED if report.fails(level) else EXIT_OK)
+    for line in pinning or ():
+        click.echo(line, err=fmt != "text")
+    sys.exit(EXIT_FAILED if report.fails(level) or pinning else EXIT_OK)
+
+
+def pinning_violations(build: Build, out_dir: Path) -> list[str]:
+    """What the generated router would refuse (gate `pinning`) on the live servers `build` was compiled from:
+    one line per pinned tool of the output folder's catalog whose live definition changed, in the router's words."""
+    try:
+        compiled = catalog_from_json(orjson.loads((out_dir / CATALOG_FILE).read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # no compiled catalog: `check_build` reports the folder's state
+    pins = tool_pins(list(compiled.tools), pinned_servers(build.config, Diagnostics()))
+    listed: dict[str, dict[str, dict[str, object]]] = {}
+    for tool in build.catalog.tools:
+        if isinstance(tool.binding, McpBinding):
+            listed.setdefault(tool.binding.server, {})[tool.binding.tool_name] = listed_entry(tool)
+    return [f"pinning: mcp:{server}:{name}: {refusal_reason(name, diff)}"
+            for server, server_pins in sorted(pins.items())
+            for name, diff in sorted(changes(server_pins, listed.get(server, {})).items())]
 
 
 def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
@@ -75,7 +99,7 @@ def check_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | No
         refresh = refresh_command(live=live, config_arg=config_arg)
     report = check_build(build, where=str(out_dir), diagnostics=diagnostics, refresh=refresh)
     print_diagnostics(diagnostics)
-    _finish(report, fmt, fail_on)
+    _finish(report, fmt, fail_on, pinning_violations(build, out_dir) if live else None)
 
 
 def compile_alone(path: Path) -> Catalog:

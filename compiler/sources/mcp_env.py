@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from compiler.config import ServerConfig
+from compiler.sources.mcp_pins import with_placeholders
 
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_NAME = re.compile(r"token|secret|passw|pwd|api[-_]?key|apikey|auth|credential|cookie|session|private|"
@@ -126,24 +127,6 @@ def display_url(url: str) -> str:
 
 
 def redact(data: Any, secrets: Mapping[str, str]) -> Any:
-    """A copy of `data` with every secret value replaced by its placeholder (in keys and string values)."""
-    if not secrets:
-        return data
-    ordered = sorted(secrets.items(), key=lambda item: (-len(item[0]), item[0]))
-
-    def text(value: str) -> str:
-        for secret, placeholder in ordered:
-            if secret in value:
-                value = value.replace(secret, placeholder)
-        return value
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, str):
-            return text(node)
-        if isinstance(node, Mapping):
-            return {text(str(key)): walk(value) for key, value in node.items()}
-        if isinstance(node, list | tuple):
-            return [walk(item) for item in node]
-        return node
-
-    return walk(data)
+    """A copy of `data` with every secret value replaced by its placeholder (in keys and string values): the
+    router puts the same placeholders into a live listing before comparing it with the pins."""
+    return with_placeholders(data, secrets)

@@ -26,6 +26,7 @@ from compiler.policy import (
     unmatched_source_names,
 )
 from compiler.sources.lost_refs import without_lost_refs
+from compiler.sources.mcp_pins import hide_presets
 
 NOT_A_LISTING = "TC350"
 BAD_TOOL = "TC351"
@@ -96,7 +97,7 @@ def _tool_from_raw(raw: Mapping[str, Any], server: str, config: RecordingConfig 
         name=name,
         title=raw.get("title") or annotations.title,
         description=description,
-        input_schema=_hide_fixed(dict(raw["inputSchema"]), fixed),
+        input_schema=hide_presets(raw["inputSchema"], fixed),
         output_schema=dict(output) if isinstance(output, Mapping) else None,
         binding=McpBinding(server=server, tool_name=name),
         annotations=annotations,
@@ -105,19 +106,6 @@ def _tool_from_raw(raw: Mapping[str, Any], server: str, config: RecordingConfig 
         fixed_params=fixed,
         extra={key: value for key, value in raw.items() if key not in _KNOWN_TOOL_FIELDS},
     )
-
-
-def _hide_fixed(schema: dict[str, Any], fixed: Mapping[str, Any]) -> dict[str, Any]:
-    """Preset arguments are not the model's to choose: drop them from the schema it sees (seed 004)."""
-    if not fixed:
-        return schema
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        schema["properties"] = {k: v for k, v in properties.items() if k not in fixed}
-    required = schema.get("required")
-    if isinstance(required, list):
-        schema["required"] = [k for k in required if k not in fixed]
-    return schema
 
 
 def read_recording(

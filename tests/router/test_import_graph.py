@@ -18,15 +18,16 @@ FOLDERS = (ROOT / "templates" / "router" / "static", ROOT / "generated" / "pytho
 PACKAGE = "__init__"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundation", frozenset({"shapes", "ranking", "_types", "_env", "redact"})),
+    ("foundation", frozenset({"shapes", "ranking", "mcp_pins", "_types", "_env", "redact"})),
     ("baked tables", frozenset({"_tables"})),
     ("rules", frozenset({"environment", "wire", "wire_styles", "wire_keys", "wire_bodies", "validate", "policy",
                          "audit", "telemetry", "scope", "result_budget"})),
     ("parts", frozenset({"http_dispatch", "mcp_dispatch", "audit_pg", "discovery", "providers", "guards",
-                         "rate_limits", "codemode_docs"})),
+                         "rate_limits", "codemode_docs", "pinning", "approvals"})),
     ("router", frozenset({"router"})),
     ("code mode", frozenset({"codemode"})),
-    ("serving", frozenset({"serve_catalog", "serve_limits", "serve_mcp", "serve_http", "serve", "serve_codemode"})),
+    ("serving", frozenset({"serve_catalog", "serve_limits", "serve_approvals", "serve_mcp", "serve_http", "serve",
+                           "serve_codemode"})),
     ("package", frozenset({PACKAGE, "stubs"})),
 )
 """Lowest first: a module may import from its own layer or one below, never from one above."""

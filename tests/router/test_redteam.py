@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compiler.config import OpenApiConfig, RecordingConfig, ServerConfig
+from compiler.config import GatewayConfig, OpenApiConfig, PinningConfig, RecordingConfig, ServerConfig
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.loading import load_document
 from compiler.ir import Catalog, RiskLevel
@@ -472,6 +472,9 @@ def hostile_server(calls: list[tuple[str, dict[str, Any]]]) -> Any:
 def mcp(tmp_path: Path) -> Iterator[tuple[Any, Any, list[tuple[str, dict[str, Any]]]]]:
     catalog = hostile_catalog(Diagnostics())
     build = make_build(catalog, servers=[HOSTILE_SERVER], policy={"deny_tools": ["*delete*"]})
+    # The in-process stand-in is not the compiled listing: its definitions are not pinned (test_pinning.py is).
+    pinning_off = GatewayConfig(pinning=PinningConfig(off=(HOSTILE_SERVER.id,)))
+    build.config = build.config.model_copy(update={"gateway": pinning_off})
     with load_router(write_router(build, tmp_path / "gen")) as rt:
         router = rt.Router(audit_sink=rt.MemoryAuditSink(), environ={"HOSTILE_TOKEN": TOKEN})
         calls: list[tuple[str, dict[str, Any]]] = []

@@ -19,7 +19,7 @@ from tests.support.router import make_build
 
 STATIC = ROOT / "templates" / "router" / "static"
 GOLDEN = ROOT / "generated" / "python" / PACKAGE
-SHARED = [f"compiler/providers/{name}" for name in SHARED_MODULES]
+SHARED = [f"{package.replace('.', '/')}/{name}" for name, package in SHARED_MODULES.items()]
 VENV_BIN = Path(sys.executable).parent
 # ruff's own defaults, the project's rules (through the folder's ruff.toml, which extends pyproject.toml), and
 # every rule the generated code is held to at once (tests/router/test_generated.py).
@@ -58,7 +58,8 @@ def test_generated_static_modules_are_byte_identical_to_the_repository_files() -
         assert (GOLDEN / name).read_bytes() == path.read_bytes(), name
     generated = {p.name for p in GOLDEN.iterdir() if p.is_file()}
     assert generated - set(static_files()) == {"_tables.py", "_tables.json", "py.typed", "_schemas.json",
-                                               "_catalog.json", "_codemode.json", "_serve.json", ".env.example"}
+                                               "_catalog.json", "_codemode.json", "_serve.json", ".env.example",
+                                               "_pins.json"}
 
 
 def test_the_formatter_leaves_static_modules_unchanged() -> None:

@@ -32,8 +32,10 @@ DEEP = 5000
 
 
 def edge_recording() -> dict[str, Any]:
-    """What `toolc record` writes for `edge_stdio.py secret` (its one tool, `echo`)."""
-    tool = {"name": "echo", "description": "Echo the text back.", "annotations": {"readOnlyHint": True},
+    """What `toolc record` writes for `edge_stdio.py secret` (its one tool, `echo`, whose description echoes the
+    server's token: recorded as its placeholder, which the router puts back before comparing with the pins)."""
+    tool = {"name": "echo", "description": "Echo. Configured with token ${CANARY_TOKEN}.",
+            "annotations": {"readOnlyHint": True},
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
     return {"server": "edge-secret",
             "initialize": {"capabilities": {"tools": {"listChanged": False}}, "protocolVersion": "2025-11-25",

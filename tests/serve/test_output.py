@@ -136,6 +136,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         "openapi": [{"id": "answers", "path": "answers.json", "base_url": "${ANSWERS_API_URL}"},
                     {"id": "bulk", "path": "bulk.json", "base_url": "${ANSWERS_API_URL}"}],
+        # `strict` is compiled from an edited listing on purpose: pinning would refuse its tools (its point here
+        # is the output check; tests/router/test_pinning.py is pinning's).
+        "gateway": {"pinning": {"off": ["strict"]}},
     }
     path = folder / "toolc.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

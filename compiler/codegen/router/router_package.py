@@ -25,12 +25,14 @@ import orjson
 
 from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
+from compiler.codegen.router.approvals import approvals_table
 from compiler.codegen.router.audit import audit_dsn
 from compiler.codegen.router.codemode import codemode_file
 from compiler.codegen.router.env import env_example
 from compiler.codegen.router.gateway import budget_rows, rate_limit_rows, retry_rows
 from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
+from compiler.codegen.router.pins import pins_file
 from compiler.codegen.router.serve import mcp_names, serve_file
 from compiler.codegen.router.tables import (
     api_rows,
@@ -54,16 +56,18 @@ TEMPLATE = "router/_tables.py.jinja"
 # Files in `templates/router/static/` that are not copied: typed stand-ins for generated modules (mypy only) and
 # the folder's ruff settings.
 _NOT_COPIED = (".pyi", ".toml")
-SHARED_MODULES = ("ranking.py", "shapes.py")
-"""`compiler/providers/` modules the router runs too, copied verbatim: the name-map rules and discovery's ranking."""
+SHARED_MODULES = {"ranking.py": "compiler.providers", "shapes.py": "compiler.providers",
+                  "mcp_pins.py": "compiler.sources"}
+"""Compiler modules the router runs too, copied verbatim: the name-map rules, discovery's ranking and the pinned
+form of an MCP tool's definition."""
 
 
 def static_files() -> dict[str, Path]:
     """Module name → the repository file copied verbatim into every generated router, sorted by name."""
     folder = templates_dir() / "router" / "static"
     files = {path.name: path for path in folder.iterdir() if path.is_file() and path.suffix not in _NOT_COPIED}
-    for name in SHARED_MODULES:
-        files[name] = Path(str(resources.files("compiler.providers") / name))
+    for name, package in SHARED_MODULES.items():
+        files[name] = Path(str(resources.files(package) / name))
     return dict(sorted(files.items()))
 
 
@@ -87,6 +91,7 @@ def router_context(build: Build) -> dict[str, object]:
     return {
         "project": build.config.name,
         "policy": policy,
+        "approvals": approvals_table(build.config.gateway.approvals),
         "secret_env": secret_env(servers, apis, policy["admin_token_env"], rows),
         "servers": servers,
         "apis": apis,
@@ -128,6 +133,7 @@ def generate_router(build: Build) -> dict[str, bytes]:
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed, schemas)
     files[f"{PACKAGE}/_codemode.json"] = codemode_file(build, routed, schemas)
     files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
+    files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
     maps = context["name_maps"]
     assert isinstance(maps, NameMaps)
     report_ambiguous_names(build, routed, maps)

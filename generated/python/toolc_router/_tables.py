@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar
 
 from ._types import (
     CRITICAL,
+    ApprovalSpec,
     AuthScheme,
     BudgetSpec,
     HttpApiSpec,
@@ -110,6 +111,13 @@ POLICY: Final = PolicySpec(
     max_concurrency=10,
     audit_db="toolc_audit.sqlite3",
 )
+
+APPROVALS: Final = ApprovalSpec(
+    min_risk=None,
+    tools=(),
+    timeout_s=120.0,
+)
+"""`gateway.approvals`: the calls a person approves first (`approvals.ApprovalGuard`)."""
 
 SECRET_ENV: Final[tuple[str, ...]] = (
     "TOOLC_ADMIN_TOKEN",

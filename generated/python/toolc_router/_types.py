@@ -120,6 +120,15 @@ class PolicySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalSpec:
+    """`gateway.approvals`: tools at or above `min_risk`, or matching a glob of `tools`, need approval."""
+
+    min_risk: int | None = None
+    tools: tuple[str, ...] = ()
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
 class NameEntry:
     """A provider-facing tool name routed back: the tool id, and the shape (plus the shapes its `ref`s name) that
     turns the model's arguments into the tool's own. An empty shape: the arguments pass through unchanged."""

@@ -3,6 +3,8 @@
     policy → validation → wire → audit start → dispatch → postprocess → redaction → audit end
     (caller scope, pinning, approval and rate limits go between `wire` and `audit start`, the rate limit last;
     a result budget after `redaction`, so that a cut never leaves half a secret)
+    A guard that decided something worth keeping even when it passes (who approved the call) adds an audit row
+    to `Call.notes`.
 
 `Router.chain()` lists the chain in order. A guard before the audit decides whether the call may start; nothing
 has been recorded or sent yet:
@@ -35,7 +37,7 @@ import fnmatch
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._types import InvocationContext, RouterError, ToolResult, ToolSpec
@@ -65,6 +67,8 @@ class Call:
     """Why the arguments were refused before the router (not JSON, nested too deeply)."""
     request: HttpRequest | None = None
     """The request an HTTP tool's arguments make, set by the `wire` guard."""
+    notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """Audit rows a guard adds (event type, payload), stored with the call's decision in one transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +106,18 @@ class ResultCheck(Protocol):
     async def check(self, call: Call, result: ToolResult) -> ToolResult: ...
 
 
+class Deferred(Exception):
+    """Raised by a guard that cannot decide in this round (an approval asked of a client that answers in its
+    retry of the call): the call ends unaudited, and whoever made it (the serve layer) answers it."""
+
+
 async def first_denial(guards: list[Guard], call: Call) -> Denial | None:
-    """The first guard's refusal, in order; a guard that raises refuses (fail closed)."""
+    """The first guard's refusal, in order; a guard that raises refuses (fail closed), except `Deferred`."""
     for guard in guards:
         try:
             denial = await guard.check(call)
+        except Deferred:
+            raise
         except Exception as exc:
             logger.debug("guard %s failed; denied", guard.gate, exc_info=True)
             denial = Denial(

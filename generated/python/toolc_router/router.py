@@ -2,7 +2,9 @@
 
     call_tool(tool_id, arguments, context): the chain of `guards`, in the order `Router.chain()` lists
       └ guards: policy (six gates, then custom ones), validation (the input schema), wire (an HTTP tool's request:
-        a value the wire rules refuse, such as a dot segment or a line break in a header, is a violation)
+        a value the wire rules refuse, such as a dot segment or a line break in a header, is a violation),
+        pinning (a pinned MCP tool's live definition against the compiled one: `pinning`), approval (a person's
+        yes for a tool that needs one: `approvals`, whose answer is a row of its own)
       └ audit start: policy_decision + tool_invocation_start, committed together before anything is sent
         [policy_decision + policy_violation and return, on a guard's denial]
       └ dispatch: preset parameters merged, MCP via mcp.Client / HTTP via httpx2 (with its retries)
@@ -31,8 +33,9 @@ from mcp.types import CallToolResult
 from opentelemetry import trace
 
 from . import providers, telemetry
-from ._env import check_environment
+from ._env import check_environment, placeholders
 from ._tables import (
+    APPROVALS,
     HTTP_APIS,
     POLICY,
     PROJECT,
@@ -51,9 +54,11 @@ from ._types import (
     RateLimitSpec,
     RetrySpec,
     RouterError,
+    ServerSpec,
     ToolResult,
     ToolSpec,
 )
+from .approvals import ApprovalGuard, Approver
 from .audit import (
     INVOCATION_END,
     INVOCATION_START,
@@ -79,6 +84,7 @@ from .guards import (
 )
 from .http_dispatch import DEFAULT_RETRY, HttpDispatcher
 from .mcp_dispatch import McpConnection, ServerFactory, call_mcp, server_target
+from .pinning import PinCheck, PinningGuard, pins_of
 from .policy import ALLOWED, Gate, PolicyDecision, PolicyEngine
 from .rate_limits import FleetBuckets, RateLimiter
 from .redact import printable, redact, redact_data, secret_values
@@ -135,6 +141,7 @@ class Router:
         rate_limits: Sequence[RateLimitSpec] = RATE_LIMITS,
         result_budgets: Sequence[BudgetSpec] = RESULT_BUDGETS,
         retries: Sequence[RetrySpec] = RETRIES,
+        approver: Approver | None = None,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
@@ -160,10 +167,13 @@ class Router:
         self.validator = ArgumentValidator()
         self._factories: dict[str, ServerFactory] = {}
         self._postprocess = Postprocess()
+        self.approvals = ApprovalGuard(APPROVALS, approver, self._redact_values)
         self.guards: list[Guard] = [
             PolicyGuard(lambda: self.policy),
             ValidationGuard(self.validator),
             WireGuard(self._request_for),
+            PinningGuard(self._pin_refusal),
+            self.approvals,
         ]
         """Checks before the audit starts a call, in order (`guards`)."""
         self.result_checks: list[ResultCheck] = [self._postprocess]
@@ -191,6 +201,10 @@ class Router:
 
     def register_gate(self, gate: Gate) -> None:
         self.policy.register_gate(gate)
+
+    def register_approver(self, approver: Approver | None) -> None:
+        """Ask `approver` to approve each call of a tool that needs approval (`gateway.approvals`)."""
+        self.approvals.approver = approver
 
     def register_postprocessor(self, pattern: str, function: PostProcessor) -> None:
         """Run `function(tool, arguments, result)` after every successful dispatch of a tool matching `pattern`."""
@@ -256,11 +270,7 @@ class Router:
         context = context or self.default_context
         invocation_id = uuid.uuid4().hex
         tool = TOOLS.get(tool_id)
-        secrets = secret_values(
-            SECRET_ENV,
-            self._environ,
-            (context.admin_token, *getattr(self.audit, "secrets", ())),
-        )
+        secrets = self._secrets(context)
         run = functools.partial(
             self._checked_call,
             tool_id,
@@ -397,7 +407,12 @@ class Router:
             second = (INVOCATION_START, {"arguments": names, "kind": kind})
         else:
             second = (POLICY_VIOLATION, {"gate": gate, "reason": reason})
+        notes = call.notes if call is not None else []
         events = [
+            *(
+                self._event(kind, invocation_id, tool_id, context, secrets, payload)
+                for kind, payload in notes
+            ),
             self._event(
                 POLICY_DECISION, invocation_id, tool_id, context, secrets, decided
             ),
@@ -631,8 +646,17 @@ class Router:
         assert (
             tool.mcp_tool is not None
         )  # `_tables` gives every tool an HTTP or an MCP binding
-        server = SERVERS.get(tool.source)
-        if server is not None and tool.source not in self._factories:
+        self._check_server_environment(tool.source)
+        connection = self._connection(tool.source)
+        # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
+        presets = expand_value(dict(tool.fixed_params), self._environ)
+        sent = {**arguments, **presets}
+        return mcp_result(await call_mcp(connection, tool, sent, retry, retries))
+
+    def _check_server_environment(self, server_id: str) -> None:
+        """A baked server's credential with a line break is refused before it is started."""
+        server = SERVERS.get(server_id)
+        if server is not None and server_id not in self._factories:
             check_environment(
                 (
                     *server.command,
@@ -643,11 +667,50 @@ class Router:
                 ),
                 self._environ,
             )
-        connection = self._connection(tool.source)
-        # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
-        presets = expand_value(dict(tool.fixed_params), self._environ)
-        sent = {**arguments, **presets}
-        return mcp_result(await call_mcp(connection, tool, sent, retry, retries))
+
+    async def _pin_refusal(self, tool: ToolSpec) -> str | None:
+        """What changed in a pinned MCP tool since it was compiled (connecting first), None while it is as
+        pinned. A server that cannot be reached is left to the dispatch, which says why (and calls nothing)."""
+        if pins_of(tool.source) is None or tool.mcp_tool is None:
+            return None
+        try:
+            self._bind_loop()
+            self._check_server_environment(tool.source)
+            connection = self._connection(tool.source)
+            return await connection.pin_refusal(tool.mcp_tool)
+        except Exception:
+            logger.debug(
+                "pinning check of %s left to the dispatch", tool.id, exc_info=True
+            )
+            return None
+
+    def _pin_check(
+        self, server_id: str, spec: ServerSpec | None, pins: Mapping[str, Any] | None
+    ) -> PinCheck | None:
+        if pins is None:
+            return None
+        launch = (
+            ()
+            if spec is None
+            else (
+                *spec.command,
+                *spec.env.values(),
+                *spec.headers.values(),
+                spec.url or "",
+            )
+        )
+        return PinCheck(server_id, pins, placeholders(launch, self._environ))
+
+    def _redact_values(self, context: InvocationContext, values: Any) -> Any:
+        """`values` as the audit would keep them: every secret the router knows for this caller redacted."""
+        return redact_data(values, self._secrets(context))
+
+    def _secrets(self, context: InvocationContext) -> list[str]:
+        return secret_values(
+            SECRET_ENV,
+            self._environ,
+            (context.admin_token, *getattr(self.audit, "secrets", ())),
+        )
 
     def _connection(self, server_id: str) -> McpConnection:
         connection = self._connections.get(server_id)
@@ -666,7 +729,11 @@ class Router:
 
             timeout = (spec.timeout_ms if spec else 30_000) / 1000
             connection = McpConnection(
-                server_id, factory, timeout=timeout, limit=self._limit
+                server_id,
+                factory,
+                timeout=timeout,
+                limit=self._limit,
+                pins=self._pin_check(server_id, spec, pins_of(server_id)),
             )
             self._connections[server_id] = connection
         return connection

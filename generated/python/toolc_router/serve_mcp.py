@@ -3,7 +3,8 @@
     tools/list   the served catalog, paginated (`serve_catalog`): names, titles, descriptions, input and output
                  schemas (raw JSON Schema, as compiled), annotations
     tools/call   `Router.call_tool`: policy gates, argument validation and audit, then the MCP server or HTTP
-                 API behind the tool; a refusal or failure is an `isError` result whose text says why
+                 API behind the tool; a refusal or failure is an `isError` result whose text says why. A call
+                 that needs approval asks the calling client (`serve_approvals`)
 
 What a result carries (`call_result`). Both official clients check `structuredContent` against the tool's
 `outputSchema` and fail the call on a mismatch (the Python SDK: a success result must carry conforming
@@ -42,8 +43,10 @@ from pydantic import ValidationError
 
 from ._tables import PROJECT
 from ._types import InvocationContext, ToolResult
+from .approvals import AskLater, asking
 from .codemode_docs import NAMES as CODE_MODE_NAMES
 from .router import Router
+from .serve_approvals import ElicitingApprover
 from .serve_catalog import ServedCatalog, UnknownCursor
 from .serve_codemode import ServedCodeMode
 
@@ -164,21 +167,26 @@ def mcp_server(
 
     async def on_call_tool(
         ctx: Any, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         # An unknown name still goes through the router, so the refusal is audited like any other.
         tool_id = served.tool_id(params.name) or params.name
+        approver = ElicitingApprover(ctx, params, router.approvals.spec.timeout_s)
         async with limiter:
-            if code is not None and params.name in CODE_MODE_NAMES:
-                result = await code.call(
-                    params.name, params.arguments or {}, call_context
-                )
-                return call_result(result)
-            result = await router.checked_call(
-                tool_id,
-                params.arguments or {},
-                call_context,
-                denied=code.refusal(params.name) if code is not None else None,
-            )
+            try:
+                with asking(approver):  # a call that needs approval asks this client
+                    if code is not None and params.name in CODE_MODE_NAMES:
+                        result = await code.call(
+                            params.name, params.arguments or {}, call_context
+                        )
+                        return call_result(result)
+                    result = await router.checked_call(
+                        tool_id,
+                        params.arguments or {},
+                        call_context,
+                        denied=code.refusal(params.name) if code is not None else None,
+                    )
+            except AskLater as later:
+                return approver.input_required(later.request)
         return call_result(result, served.output_validator(params.name))
 
     def input_schema(name: str) -> dict[str, Any] | None:

@@ -41,3 +41,20 @@ def check_environment(values: Iterable[str], environ: Mapping[str, str]) -> None
 
 def expand_all(values: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     return {key: expand(value, environ) for key, value in values.items()}
+
+
+MIN_PLACEHOLDER_LENGTH = 4
+"""Shorter values are left alone (the recorder's rule: replacing every `1` would corrupt a listing)."""
+
+
+def placeholders(values: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """Value → `${NAME}` for each set variable `values` refer to: how `toolc record` writes a value of the
+    server's environment that the server echoed into its listing."""
+    found: dict[str, str] = {}
+    for value in values:
+        for match in _REFERENCE.finditer(value):
+            name = match.group(1)
+            secret = environ.get(name, "")
+            if len(secret) >= MIN_PLACEHOLDER_LENGTH:
+                found[secret] = "${" + name + "}"
+    return found

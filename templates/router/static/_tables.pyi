@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from ._types import (
+    ApprovalSpec,
     BudgetSpec,
     HttpApiSpec,
     NameEntry,
@@ -19,6 +20,7 @@ from ._types import (
 )
 
 POLICY: Final[PolicySpec]
+APPROVALS: Final[ApprovalSpec]
 SECRET_ENV: Final[tuple[str, ...]]
 PROJECT: Final[str]
 TARGETS: Final[tuple[str, ...]]

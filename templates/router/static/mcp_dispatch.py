@@ -24,12 +24,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, CallToolResult
+from mcp.types import CONNECTION_CLOSED, CallToolResult, ToolListChangedNotification
 
 from ._env import expand, expand_all
 from ._tables import SECRET_ENV
 from ._types import RetrySpec, RouterError, ServerSpec, ToolSpec
+from .mcp_pins import refusal_reason
+from .pinning import PinCheck
 from .redact import redact, secret_values
 
 logger = logging.getLogger(__name__)
@@ -105,23 +108,42 @@ def server_target(spec: ServerSpec, environ: Mapping[str, str]) -> Any:
 
 class McpConnection:
     def __init__(
-        self, server_id: str, factory: ServerFactory, *, timeout: float, limit: int
+        self,
+        server_id: str,
+        factory: ServerFactory,
+        *,
+        timeout: float,
+        limit: int,
+        pins: PinCheck | None = None,
     ) -> None:
         self.server_id = server_id
+        self.pins = pins
+        """Set for a pinned server: its live listing is compared at connect and when it changes."""
         self._factory = factory
         self._timeout = timeout
         self._semaphore = asyncio.Semaphore(limit)
         self._lock = asyncio.Lock()
         self._client: Client | None = None
+        self._live: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
 
     async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         async with self._semaphore:
             client = await self._connected()
+            diff = await self.pins.refusal(name) if self.pins is not None else None
+            if diff is not None:  # changed after the pinning gate let the call through
+                raise RouterError(refusal_reason(name, diff))
             return await client.call_tool(
                 name, arguments, read_timeout_seconds=self._timeout
             )
+
+    async def pin_refusal(self, name: str) -> str | None:
+        """What changed in tool `name` since it was compiled (connecting first); None while it is as pinned."""
+        if self.pins is None:
+            return None
+        await self._connected()
+        return await self.pins.refusal(name)
 
     async def _connected(self) -> Client:
         client = self._client
@@ -146,10 +168,18 @@ class McpConnection:
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         try:
             async with Client(
-                self._factory(), read_timeout_seconds=self._timeout
+                self._factory(),
+                read_timeout_seconds=self._timeout,
+                message_handler=self._on_message if self.pins is not None else None,
             ) as client:
+                self._live = client
+                listener = await self._check_pins(client)
                 ready.set_result(client)
-                await stop.wait()
+                try:
+                    await stop.wait()
+                finally:
+                    if listener is not None:
+                        listener.cancel()
         except asyncio.CancelledError:
             if not ready.done():
                 ready.cancel()
@@ -167,7 +197,39 @@ class McpConnection:
                     )
                 )
         finally:
-            self._client = None
+            self._client = self._live = None
+            if self.pins is not None:
+                self.pins.cancel()
+
+    async def _check_pins(self, client: Client) -> asyncio.Task[None] | None:
+        """Compare the live listing with the pins before the first call, then follow the server's changes."""
+        if self.pins is None:
+            return None
+        await self.pins.check(client)
+        return asyncio.create_task(
+            self._listen(client), name=f"toolc-mcp-{self.server_id}-changes"
+        )
+
+    async def _on_message(self, message: Any) -> None:
+        """Up to 2025-11-25: `notifications/tools/list_changed` arrives as a message."""
+        if isinstance(message, ToolListChangedNotification):
+            live = self._live
+            if self.pins is not None and live is not None:
+                self.pins.recheck(live)
+
+    async def _listen(self, client: Client) -> None:
+        """From 2026-07-28: list changes arrive on a `subscriptions/listen` stream."""
+        assert self.pins is not None
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    self.pins.recheck(client)
+        except ListenNotSupportedError:
+            return  # an older protocol: `_on_message` hears of changes
+        except Exception:
+            logger.debug(
+                "MCP server %s: listening failed", self.server_id, exc_info=True
+            )
 
     async def aclose(self) -> None:
         owner, stop = self._owner, self._stop
