@@ -94,8 +94,8 @@ def diff_inputs(old: Catalog, new: Catalog, old_path: Path, new_path: Path) -> D
     kinds = {source.kind for source in old.sources}, {source.kind for source in new.sources}
     if kinds[0] != kinds[1]:
         diagnostics = Diagnostics()
-        diagnostics.error(KIND_MISMATCH, f"cannot compare {'/'.join(sorted(kinds[0])) or 'nothing'} with "
-                          f"{'/'.join(sorted(kinds[1])) or 'nothing'}", source=f"{old_path} {new_path}")
+        diagnostics.report(KIND_MISMATCH, f"cannot compare {'/'.join(sorted(kinds[0])) or 'nothing'} with "
+                           f"{'/'.join(sorted(kinds[1])) or 'nothing'}", source=f"{old_path} {new_path}")
         _stop_on_errors(diagnostics, "the pair")
     by = "name" if len(old.sources) <= 1 and len(new.sources) <= 1 else "id"
     return diff_catalogs(old, new, by=by)
