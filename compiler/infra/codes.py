@@ -6,7 +6,7 @@ severity legitimately changes with context says so (`also`, `when`): TC201-TC204
 resolved and warnings while `load_document` pulls files in; the code that raises them in that context passes the
 severity, and only a severity listed here is accepted.
 
-The README's table of codes is generated from this registry (`python -m bench.readme_codes`), and
+The README's table of codes is generated from this registry (`python -m tests.support.code_table`), and
 `tests/test_codes.py` keeps the three in step: this table, the README, and the `TCnnn` literals in `compiler/`
 and `templates/router/static/`. Adding a code is one line here (plus its constant where it is raised).
 
