@@ -1,4 +1,4 @@
-"""The registry of diagnostic codes (`compiler/infra/codes.py`) is the one place a code's severity is decided, and
+"""The registry of diagnostic codes (`compiler/codes.py`) is the one place a code's severity is decided, and
 it agrees with the codes toolc raises (`tests/test_readme.py` checks the README's table against it)."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from compiler.infra import codes
-from compiler.infra.codes import CODES, Code, Severity, UnknownCode
+from compiler import codes
+from compiler.codes import CODES, Code, Severity, UnknownCode
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from tests.support import code_table
 from tests.support.imports import import_edges
 from tests.support.paths import ROOT
 
-ADD = 'add `Code("{code}", <severity>, "<summary>"),` to _CODES in compiler/infra/codes.py'
+ADD = 'add `Code("{code}", <severity>, "<summary>"),` to _CODES in compiler/codes.py'
 
 
 def _unregistered(found: dict[str, list[str]], fix: str = ADD) -> list[str]:
@@ -62,7 +62,7 @@ def test_a_second_severity_needs_its_context() -> None:
 def test_the_registry_imports_nothing_of_toolc() -> None:
     """Every floor raises diagnostics, so the registry sits below them all."""
     edges = import_edges(ROOT / "compiler", "compiler")
-    assert [edge.target for edge in edges if edge.source == "compiler.infra.codes"] == []
+    assert [edge.target for edge in edges if edge.source == "compiler.codes"] == []
 
 
 def test_the_severity_is_the_registrys() -> None:
@@ -76,9 +76,9 @@ def test_the_severity_is_the_registrys() -> None:
 
 
 def test_a_severity_the_registry_does_not_allow_is_a_bug() -> None:
-    with pytest.raises(ValueError, match=re.escape("TC306 is warning in compiler/infra/codes.py, not error")):
+    with pytest.raises(ValueError, match=re.escape("TC306 is warning in compiler/codes.py, not error")):
         Diagnostic("TC306", Severity.ERROR, "a parameter needs a `name`")
-    with pytest.raises(ValueError, match=re.escape("TC206 is error in compiler/infra/codes.py, not warning")):
+    with pytest.raises(ValueError, match=re.escape("TC206 is error in compiler/codes.py, not warning")):
         Diagnostics().report("TC206", "a $ref loop with no content", severity=Severity.WARNING)
 
 
@@ -87,13 +87,13 @@ def test_a_code_that_changes_severity_with_context_takes_only_the_listed_ones() 
     sink.report("TC201", "network $ref refused")
     sink.report("TC201", "network $ref refused while pulling files in", severity=Severity.WARNING)
     assert [found.severity for found in sink] == [Severity.ERROR, Severity.WARNING]
-    with pytest.raises(ValueError, match=re.escape("TC201 is error or warning in compiler/infra/codes.py, not info")):
+    with pytest.raises(ValueError, match=re.escape("TC201 is error or warning in compiler/codes.py, not info")):
         sink.report("TC201", "network $ref refused", severity=Severity.INFO)
     assert CODES["TC201"].meaning().startswith("network ref (a warning when pulling files in")
 
 
 def test_an_unregistered_code_names_the_registry() -> None:
-    unknown = "'TC000' is not registered: add it to _CODES in compiler/infra/codes.py"
+    unknown = "'TC000' is not registered: add it to _CODES in compiler/codes.py"
     with pytest.raises(UnknownCode, match=re.escape(unknown)):
         Diagnostics().report("TC000", "no such code")
 

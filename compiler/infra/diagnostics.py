@@ -1,7 +1,7 @@
 """Diagnostics: every problem the compiler finds is a value with a stable code and a location.
 
 Codes are grouped by stage; each module declares the codes it raises as constants next to the code that
-raises them, and `compiler/infra/codes.py` registers every one with its severity (the README's table is
+raises them, and `compiler/codes.py` registers every one with its severity (the README's table is
 generated from it):
 
     TC1xx  reading input (files, JSON/YAML syntax, kind detection, config)
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.infra import codes
-from compiler.infra.codes import Severity
+from compiler import codes
+from compiler.codes import Severity
 
 __all__ = ["CompilerError", "Diagnostic", "Diagnostics", "Severity"]
 
@@ -49,7 +49,7 @@ class Diagnostic:
     def of(cls, code: str, message: str, *, severity: Severity | None = None, source: str = "", tool: str = "",
            pointer: str = "", provider: str = "") -> Diagnostic:
         """A diagnostic with the severity the registry gives `code`; `severity` only where the registry lets the
-        code change it with context (`compiler/infra/codes.py`)."""
+        code change it with context (`compiler/codes.py`)."""
         return cls(code, severity or codes.severity(code), message, source=source, tool=tool, pointer=pointer,
                    provider=provider)
 

@@ -1,5 +1,5 @@
 """Diagnostic codes of provider lowering (TC401-TC459, TC770-TC779 for request fitting); their severities are
-in the registry, `compiler/infra/codes.py`.
+in the registry, `compiler/codes.py`.
 
 The loss report is made of these: every keyword a lowering drops, moves into a description or weakens is one
 diagnostic with the target as `provider`, the tool id and a JSON pointer into the *lowered* schema (which mirrors

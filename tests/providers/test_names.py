@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from compiler import codes as registry
 from compiler.config import NamesConfig
-from compiler.infra import codes as registry
 from compiler.ir import Tool
 from compiler.providers import codes
 from compiler.providers.names import assign_names

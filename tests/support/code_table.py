@@ -1,4 +1,4 @@
-"""The README's table of diagnostic codes, generated from the registry (`compiler/infra/codes.py`).
+"""The README's table of diagnostic codes, generated from the registry (`compiler/codes.py`).
 
 `python -m tests.support.code_table` rewrites the table between the README's markers; `tests/test_readme.py`
 fails, naming the rows, when the README's table is not what this renders. The "where" column is the module that
@@ -12,13 +12,13 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from compiler.infra.codes import CODES, Code
+from compiler.codes import CODES, Code
 from tests.support.paths import ROOT
 
 README = ROOT / "README.md"
 SCANNED = (ROOT / "compiler", ROOT / "templates" / "router" / "static")
 """Where toolc's codes are raised: the compiler and the router's static modules."""
-REGISTRY = "compiler/infra/codes.py"
+REGISTRY = "compiler/codes.py"
 START = f"<!-- diagnostic codes: generated from {REGISTRY} by `python -m tests.support.code_table` -->"
 END = "<!-- end of diagnostic codes -->"
 HEADER = ("| code | severity | meaning | where |", "|---|---|---|---|")

@@ -217,7 +217,7 @@ def _by_code(codes: tuple[Code, ...]) -> dict[str, Code]:
     registry: dict[str, Code] = {}
     for entry in codes:
         if entry.code in registry:
-            raise ValueError(f"{entry.code} is registered twice in compiler/infra/codes.py")
+            raise ValueError(f"{entry.code} is registered twice in compiler/codes.py")
         if (entry.also is None) != (not entry.when):
             raise ValueError(f"{entry.code}: `also` and `when` go together (a second severity needs its context)")
         registry[entry.code] = entry
@@ -229,10 +229,10 @@ CODES: Mapping[str, Code] = _by_code(_CODES)
 
 
 class UnknownCode(LookupError):
-    """A code not in the registry: a bug in toolc (register it in compiler/infra/codes.py)."""
+    """A code not in the registry: a bug in toolc (register it in compiler/codes.py)."""
 
     def __init__(self, code: str) -> None:
-        super().__init__(f"diagnostic code {code!r} is not registered: add it to _CODES in compiler/infra/codes.py")
+        super().__init__(f"diagnostic code {code!r} is not registered: add it to _CODES in compiler/codes.py")
 
 
 def entry(code: str) -> Code:
@@ -252,4 +252,4 @@ def check_severity(code: str, severity: Severity) -> None:
     found = entry(code)
     if not found.allows(severity):
         allowed = found.severity.value + (f" or {found.also.value}" if found.also else "")
-        raise ValueError(f"{code} is {allowed} in compiler/infra/codes.py, not {severity.value}")
+        raise ValueError(f"{code} is {allowed} in compiler/codes.py, not {severity.value}")
