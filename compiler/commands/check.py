@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from compiler.codes import severity
 from compiler.commands.support import (
     EXIT_FAILED,
     EXIT_OK,
@@ -43,7 +44,8 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
         return
     print_diagnostics(diagnostics)
     diagnostics_codes = {d.code for d in diagnostics if d.severity.value == "error"}
-    click.echo(f"toolc: error[{COMPILE_FAILED}]: {what} failed to compile; nothing compared", err=True)
+    failed = severity(COMPILE_FAILED).value
+    click.echo(f"toolc: {failed}[{COMPILE_FAILED}]: {what} failed to compile; nothing compared", err=True)
     sys.exit(EXIT_USAGE if all(code.startswith("TC1") for code in diagnostics_codes) else EXIT_FAILED)
 
 
