@@ -8,7 +8,8 @@ severity, and only a severity listed here is accepted.
 
 The README's table of codes is generated from this registry (`python -m tests.support.code_table`), and
 `tests/test_codes.py` keeps the three in step: this table, the README, and the `TCnnn` literals in `compiler/`
-and `templates/router/static/`. Adding a code is one line here (plus its constant where it is raised).
+and `templates/router/static/`. Adding a code is one line in `_CODES`, in code order (plus its constant where it
+is raised); then `python -m tests.support.code_table` rewrites the README's table.
 
 Modules keep their named constants (`NETWORK_REF = "TC201"`) next to the code that raises them; this module
 imports nothing of toolc's, so every floor can use it.
@@ -42,6 +43,7 @@ class Code:
     also: Severity | None = None
     """A second severity the code takes in the context `when` names; raisers in that context pass it."""
     when: str = ""
+    """That context, as the README's "meaning" cell says it."""
 
     def allows(self, severity: Severity) -> bool:
         return severity is self.severity or severity is self.also
