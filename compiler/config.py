@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from compiler.infra.detect import detect_kind
-from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.infra.limits import Limits
 from compiler.infra.loading import load_document
 from compiler.infra.suggest import did_you_mean, nearest
@@ -363,7 +363,7 @@ def _unknown_name(kind: str, name: str, known: list[str]) -> str:
 
 
 def _invalid(message: str, source: str) -> CompilerError:
-    return CompilerError(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, message=message, source=source))
+    return CompilerError(Diagnostic.of(INVALID_CONFIG, message, source=source))
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -443,8 +443,7 @@ def config_from_data(data: Any, *, root: Path, source: str) -> Config:
     try:
         return Config.model_validate({**data, "root": root})
     except ValidationError as exc:
-        raise CompilerError(*(Diagnostic(code=INVALID_CONFIG, severity=Severity.ERROR, source=source,
-                                         pointer=pointer, message=message)
+        raise CompilerError(*(Diagnostic.of(INVALID_CONFIG, message, source=source, pointer=pointer)
                               for message, pointer in _explain_all(exc.errors()))) from None
 
 

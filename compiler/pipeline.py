@@ -97,7 +97,7 @@ def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics) ->
             source_id = item.source_id or server or item.path.stem
             return read_recording(document, source_id=source_id, location=item.display, diagnostics=diagnostics,
                                   config=_recording_settings(item.settings))
-        diagnostics.error(UNKNOWN_KIND, "neither an OpenAPI document nor an MCP tool listing", source=item.display)
+        diagnostics.report(UNKNOWN_KIND, "neither an OpenAPI document nor an MCP tool listing", source=item.display)
     except CompilerError as exc:
         diagnostics.add(exc.diagnostic)
     return None
@@ -118,8 +118,8 @@ def build_catalog(read: Iterable[tuple[Source, list[Tool]]], diagnostics: Diagno
     tools: list[Tool] = []
     for source, source_tools in read:
         if source.id in sources:
-            diagnostics.error(DUPLICATE_SOURCE, f"two inputs have the source id {source.id!r}: give one an `id`",
-                              source=source.location)
+            diagnostics.report(DUPLICATE_SOURCE, f"two inputs have the source id {source.id!r}: give one an `id`",
+                               source=source.location)
             continue
         sources[source.id] = source
         tools.extend(source_tools)
@@ -155,7 +155,7 @@ def check_targets(targets: Iterable[str], diagnostics: Diagnostics) -> tuple[str
     chosen: list[str] = []
     for target in targets:
         if target not in PROVIDERS:
-            diagnostics.error(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(PROVIDERS)}")
+            diagnostics.report(UNKNOWN_TARGET, f"unknown target {target!r}; choose from {', '.join(PROVIDERS)}")
         elif target not in chosen:
             chosen.append(target)
     return tuple(chosen)
@@ -253,8 +253,8 @@ _STAGES: tuple[tuple[str, Callable[[Build], None]], ...] = (
 
 
 def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None:
-    diagnostics.error(limits.OUT_OF_MEMORY, f"the compile went over its memory budget {stage} (limits.memory_mb="
-                      f"{config.limits.memory_mb}); nothing is written")
+    diagnostics.report(limits.OUT_OF_MEMORY, f"the compile went over its memory budget {stage} (limits.memory_mb="
+                       f"{config.limits.memory_mb}); nothing is written")
 
 
 def write_build(build: Build, out_dir: Path) -> None:
@@ -271,6 +271,6 @@ def _warn_unmatched_policy(config: Config, catalog: Catalog, diagnostics: Diagno
              "admin_tools": config.policy.admin_tools, "deny_side_effect_tags": config.policy.deny_side_effect_tags}
     for key, index, pattern in unmatched_policy_patterns(catalog.tools, lists):
         what = "side-effect tag" if key == "deny_side_effect_tags" else "tool id or name"
-        diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"policy.{key}: {pattern!r} matches no {what} of the "
-                            f"{len(catalog.tools)} tools; check its spelling (globs: *, ?, [...])",
-                            pointer=f"/policy/{key}/{index}")
+        diagnostics.report(UNMATCHED_POLICY_PATTERN, f"policy.{key}: {pattern!r} matches no {what} of the "
+                           f"{len(catalog.tools)} tools; check its spelling (globs: *, ?, [...])",
+                           pointer=f"/policy/{key}/{index}")

@@ -70,10 +70,10 @@ def _warn(diagnostics: Diagnostics, section: str, source: str, tool: str, path: 
         variable = f"TOOLC_{variable}"
     which = "every operation ('*')" if tool == "*" else repr(tool)
     pointer = "/" + "/".join(_escape(part) for part in (section, source, "fixed_params", tool, *path))
-    diagnostics.warning(LITERAL_SECRET_PRESET, f"preset {'.'.join(path)!r} of {which} looks like a secret and is "
-                        "written as it is into _tables.json and catalog.json: put the value in the environment "
-                        f"(export {variable}=...) and write \"${{{variable}}}\" in the preset; the router reads it "
-                        "on every call and never bakes it", source=source, pointer=pointer)
+    diagnostics.report(LITERAL_SECRET_PRESET, f"preset {'.'.join(path)!r} of {which} looks like a secret and is "
+                       "written as it is into _tables.json and catalog.json: put the value in the environment "
+                       f"(export {variable}=...) and write \"${{{variable}}}\" in the preset; the router reads it "
+                       "on every call and never bakes it", source=source, pointer=pointer)
 
 
 def _escape(token: str) -> str:

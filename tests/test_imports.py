@@ -13,7 +13,7 @@ from tests.support.paths import ROOT
 COMPILER = ROOT / "compiler"
 
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("vocabulary", frozenset({"ir", "schema", "targets"})),
+    ("vocabulary", frozenset({"ir", "schema", "targets", "codes"})),
     ("infrastructure", frozenset({"infra"})),
     ("rules", frozenset({"server_shapes", "policy"})),
     ("project and references", frozenset({"config", "refs"})),

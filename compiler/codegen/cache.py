@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from compiler import codes
 from compiler.build import Build, CodegenRecord
 from compiler.infra.diagnostics import Diagnostic, Severity
 from compiler.infra.serialize import canonical_json, catalog_to_json, compact_json
@@ -51,6 +52,8 @@ def generator_identity() -> str:
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     for name, path in static_files().items():  # copied verbatim into the router, some from outside codegen/
         digest.update(f"router/{name}".encode() + b"\0" + path.read_bytes() + b"\0")
+    # Diagnostics are replayed with the severity they were recorded with, which the registry must still allow.
+    digest.update(b"codes.py\0" + Path(codes.__file__).read_bytes() + b"\0")
     for library in _LIBRARIES:
         digest.update(f"{library}=={metadata.version(library)}\0".encode())
     return digest.hexdigest()

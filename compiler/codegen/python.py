@@ -38,7 +38,7 @@ def emit_python(build: Build) -> CodegenRecord | None:
     try:
         formatted = format_python(generated)
     except FormatError as exc:
-        build.diagnostics.error(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
+        build.diagnostics.report(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
         return None
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():

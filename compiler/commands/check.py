@@ -13,6 +13,7 @@ import orjson
 
 from compiler.build import Build
 from compiler.codegen.router.pins import listed_entry, pinned_servers, tool_pins
+from compiler.codes import severity
 from compiler.commands.support import (
     EXIT_FAILED,
     EXIT_OK,
@@ -67,7 +68,8 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
         return
     print_diagnostics(diagnostics)
     diagnostics_codes = {d.code for d in diagnostics if d.severity.value == "error"}
-    click.echo(f"toolc: error[{COMPILE_FAILED}]: {what} failed to compile; nothing compared", err=True)
+    failed = severity(COMPILE_FAILED).value
+    click.echo(f"toolc: {failed}[{COMPILE_FAILED}]: {what} failed to compile; nothing compared", err=True)
     sys.exit(EXIT_USAGE if all(code.startswith("TC1") for code in diagnostics_codes) else EXIT_FAILED)
 
 
@@ -118,8 +120,8 @@ def diff_inputs(old: Catalog, new: Catalog, old_path: Path, new_path: Path) -> D
     kinds = {source.kind for source in old.sources}, {source.kind for source in new.sources}
     if kinds[0] != kinds[1]:
         diagnostics = Diagnostics()
-        diagnostics.error(KIND_MISMATCH, f"cannot compare {'/'.join(sorted(kinds[0])) or 'nothing'} with "
-                          f"{'/'.join(sorted(kinds[1])) or 'nothing'}", source=f"{old_path} {new_path}")
+        diagnostics.report(KIND_MISMATCH, f"cannot compare {'/'.join(sorted(kinds[0])) or 'nothing'} with "
+                           f"{'/'.join(sorted(kinds[1])) or 'nothing'}", source=f"{old_path} {new_path}")
         _stop_on_errors(diagnostics, "the pair")
     by = "name" if len(old.sources) <= 1 and len(new.sources) <= 1 else "id"
     return diff_catalogs(old, new, by=by)

@@ -110,5 +110,5 @@ def write_report(path: Path, build: Build | None, diagnostics: Diagnostics | Non
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(canonical_json(data))
     except OSError as exc:
-        raise CompilerError(Diagnostic(code=CANNOT_WRITE_REPORT, severity=Severity.ERROR, source=str(path),
-                                       message=f"cannot write the report: {exc.strerror or exc}")) from None
+        raise CompilerError(Diagnostic.of(CANNOT_WRITE_REPORT, f"cannot write the report: {exc.strerror or exc}",
+                                          source=str(path))) from None

@@ -15,7 +15,7 @@ from compiler.commands.support import guarded, inputs_options, load_inputs, pars
 from compiler.config import ALL_TARGETS, Config, OpenApiConfig
 from compiler.fit.forms import REVERSIBLE, limit_for
 from compiler.fit.toolsets import plan_toolsets
-from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics
 from compiler.infra.serialize import canonical_json
 from compiler.ir import Catalog, Tool
 from compiler.policy import is_read_only
@@ -41,8 +41,8 @@ def find_tool(catalog: Catalog, wanted: str) -> Tool:
     else:
         near = close_matches(catalog.tools, wanted)
         hint = f"; did you mean {' or '.join(repr(name) for name in near)}?" if near else ""
-    raise CompilerError(Diagnostic(codes.UNKNOWN_TOOL, Severity.ERROR,
-                                   f"no single tool {wanted!r} among {len(catalog.tools)} tools{hint}"))
+    raise CompilerError(Diagnostic.of(codes.UNKNOWN_TOOL,
+                                      f"no single tool {wanted!r} among {len(catalog.tools)} tools{hint}"))
 
 
 def _plain(name: str) -> str:

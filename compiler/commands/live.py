@@ -148,8 +148,8 @@ def record_command(ids: tuple[str, ...], config_path: Path, stdio: str | None, u
         try:
             write_atomic(destination, canonical_json(outcome.document))
         except OSError as exc:
-            diagnostics.error(CANNOT_WRITE, f"cannot write the recording: {exc.strerror or exc}",
-                              source=str(destination))
+            diagnostics.report(CANNOT_WRITE, f"cannot write the recording: {exc.strerror or exc}",
+                               source=str(destination))
             click.echo(diagnostics.items[-1].render(), err=True)
             continue
         written += 1

@@ -23,7 +23,7 @@ import click
 
 from compiler.commands.support import guarded, load_project
 from compiler.config import DEFAULT_CONFIG_NAME
-from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 
 REFUSED = "TC680"
 NOT_COMPILED = "TC681"
@@ -81,15 +81,15 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
     package = python_dir / PACKAGE
     missing = [name for name in ("serve.py", "_serve.json", "_schemas.json") if not (package / name).is_file()]
     if missing:
-        raise CompilerError(Diagnostic(NOT_COMPILED, Severity.ERROR, f"no served router here ({', '.join(missing)} "
-                                       f"missing): run `{compile_hint}` first (with codegen on)",
-                                       source=str(package)))
+        raise CompilerError(Diagnostic.of(NOT_COMPILED, f"no served router here ({', '.join(missing)} "
+                                          f"missing): run `{compile_hint}` first (with codegen on)",
+                                          source=str(package)))
     serve, http = _import_package(python_dir)
     if transport == "http":
         try:
             http.bearer_token(host, os.environ)
         except http.ServeError as exc:
-            raise CompilerError(Diagnostic(REFUSED, Severity.ERROR, str(exc), source=f"--host {host}"),
+            raise CompilerError(Diagnostic.of(REFUSED, str(exc), source=f"--host {host}"),
                                 usage=True) from None
     os.chdir(root)
     argv = ["--transport", transport, "--host", host, "--port", str(port), "--page-size", str(page_size),

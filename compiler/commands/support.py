@@ -114,7 +114,7 @@ def guarded(command: F) -> F:
         except Exception as exc:
             if "TOOLC_DEBUG" in os.environ:
                 raise
-            diagnostic = Diagnostic(INTERNAL_ERROR, Severity.ERROR, f"internal error: {type(exc).__name__}: {exc}")
+            diagnostic = Diagnostic.of(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
             click.echo(diagnostic.render() + " (set TOOLC_DEBUG=1 for the traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
 

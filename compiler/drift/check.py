@@ -53,21 +53,21 @@ def _same_ir(before: Any, after: Mapping[str, Any]) -> bool:
 def _old_catalog(previous: Mapping[str, bytes], diagnostics: Diagnostics, where: str) -> Catalog | None:
     content = previous.get(CATALOG_FILE)
     if content is None:
-        diagnostics.warning(NO_CATALOG, f"no {CATALOG_FILE} in the output folder: changes cannot be classified",
-                            source=where)
+        diagnostics.report(NO_CATALOG, f"no {CATALOG_FILE} in the output folder: changes cannot be classified",
+                           source=where)
         return None
     try:
         return catalog_from_json(orjson.loads(content))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        diagnostics.warning(NO_CATALOG, f"{CATALOG_FILE} is unreadable ({type(exc).__name__}): changes cannot be "
-                            "classified", source=where)
+        diagnostics.report(NO_CATALOG, f"{CATALOG_FILE} is unreadable ({type(exc).__name__}): changes cannot be "
+                           "classified", source=where)
         return None
 
 
 def _old_lock(previous: Mapping[str, bytes], diagnostics: Diagnostics, where: str) -> dict[str, Any]:
     content = previous.get(LOCK_FILE)
     if content is None:
-        diagnostics.warning(NO_LOCK, f"no {LOCK_FILE} in the output folder (never compiled?)", source=where)
+        diagnostics.report(NO_LOCK, f"no {LOCK_FILE} in the output folder (never compiled?)", source=where)
         return {"tools": {}}
     try:
         return parse_lock(content, source=f"{where}/{LOCK_FILE}")

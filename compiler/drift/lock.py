@@ -25,7 +25,7 @@ import orjson
 from compiler.build import Build, LockData, LockEntry, TargetOutput
 from compiler.drift.codes import BAD_LOCK
 from compiler.drift.schemas import local_def_name
-from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.infra.serialize import canonical_json, compact_json
 from compiler.ir import Catalog, Tool
 
@@ -166,4 +166,4 @@ def parse_lock(content: bytes, *, source: str) -> dict[str, Any]:
 
 
 def _bad(message: str, source: str) -> CompilerError:
-    return CompilerError(Diagnostic(BAD_LOCK, Severity.ERROR, f"unreadable lock: {message}", source=source))
+    return CompilerError(Diagnostic.of(BAD_LOCK, f"unreadable lock: {message}", source=source))

@@ -51,8 +51,7 @@ DEFAULT_LIMIT = 128
 
 
 def _diag(code: str, message: str, target: str = "", tool: str = "") -> Diagnostic:
-    return Diagnostic(code=code, severity=codes.severity(code), message=message, provider=target, tool=tool,
-                      pointer="/" if tool else "")
+    return Diagnostic.of(code, message, provider=target, tool=tool, pointer="/" if tool else "")
 
 
 def limit_for(targets: Iterable[str], config: Config) -> int:
@@ -199,7 +198,7 @@ class _Written:
 
 
 def _plan(build: Build) -> _Plan:
-    """Cut the emitted tools into toolsets (TC774 for a toolset whose globs match nothing)."""
+    """Cut the emitted tools into toolsets (TC772 for a toolset whose globs match nothing)."""
     emitted_ids = sorted({tool_id for output in build.providers.values() for tool_id in output.tools})
     by_id = {tool.id: tool for tool in build.catalog.tools}
     toolsets, empty = plan_toolsets([by_id[i] for i in emitted_ids], build.config.toolsets, toolset_limit(build))

@@ -1,7 +1,8 @@
 """Diagnostics: every problem the compiler finds is a value with a stable code and a location.
 
 Codes are grouped by stage; each module declares the codes it raises as constants next to the code that
-raises them, and the README lists them all:
+raises them, and `compiler/codes.py` registers every one with its severity (the README's table is
+generated from it):
 
     TC1xx  reading input (files, JSON/YAML syntax, kind detection, config)
     TC2xx  $ref resolution (network, outside root, cycles, budget, bad pointers)
@@ -15,19 +16,14 @@ raises them, and the README lists them all:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler import codes
+from compiler.codes import Severity
 
-class Severity(enum.StrEnum):
-    """ERROR fails the compile (nothing is written); WARNING fails it only under --strict."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
+__all__ = ["CompilerError", "Diagnostic", "Diagnostics", "Severity"]
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -45,6 +41,17 @@ class Diagnostic:
     """A JSON pointer into the tool's schema or the source document."""
     provider: str = ""
     """The target, for lowering diagnostics (the loss report)."""
+
+    def __post_init__(self) -> None:
+        codes.check_severity(self.code, self.severity)
+
+    @classmethod
+    def of(cls, code: str, message: str, *, severity: Severity | None = None, source: str = "", tool: str = "",
+           pointer: str = "", provider: str = "") -> Diagnostic:
+        """A diagnostic with the severity the registry gives `code`; `severity` only where the registry lets the
+        code change it with context (`compiler/codes.py`)."""
+        return cls(code, severity or codes.severity(code), message, source=source, tool=tool, pointer=pointer,
+                   provider=provider)
 
     def location(self) -> str:
         parts = [p for p in (self.source, self.tool) if p]
@@ -80,17 +87,11 @@ class Diagnostics:
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.items.extend(diagnostics)
 
-    def error(self, code: str, message: str, **where: str) -> Diagnostic:
-        return self._emit(code, Severity.ERROR, message, where)
-
-    def warning(self, code: str, message: str, **where: str) -> Diagnostic:
-        return self._emit(code, Severity.WARNING, message, where)
-
-    def info(self, code: str, message: str, **where: str) -> Diagnostic:
-        return self._emit(code, Severity.INFO, message, where)
-
-    def _emit(self, code: str, severity: Severity, message: str, where: dict[str, str]) -> Diagnostic:
-        diagnostic = Diagnostic(code=code, severity=severity, message=message, **where)
+    def report(self, code: str, message: str, *, severity: Severity | None = None, source: str = "", tool: str = "",
+               pointer: str = "", provider: str = "") -> Diagnostic:
+        """Append `Diagnostic.of(...)`: the severity is the registry's (see there for `severity`)."""
+        diagnostic = Diagnostic.of(code, message, severity=severity, source=source, tool=tool, pointer=pointer,
+                                   provider=provider)
         self.items.append(diagnostic)
         return diagnostic
 

@@ -17,7 +17,7 @@ import orjson
 import yaml
 
 from compiler.infra import limits as codes
-from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.infra.limits import Limits
 from compiler.infra.yaml_loader import YamlRefused, load_yaml
 
@@ -31,8 +31,7 @@ _POINTER_CUT = 200
 
 
 def _fail(code: str, message: str, source: str, pointer: str = "") -> CompilerError:
-    return CompilerError(Diagnostic(code=code, severity=Severity.ERROR, message=message, source=source,
-                                    pointer=pointer))
+    return CompilerError(Diagnostic.of(code, message, source=source, pointer=pointer))
 
 
 def read_bytes(path: Path, *, display: str | None = None, limits: Limits | None = None) -> bytes:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import BinaryIO
 
-from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 
 CANNOT_WRITE = "TC120"
 
@@ -213,5 +213,5 @@ def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
             os.replace(staging, folder)
     except OSError as exc:
         raise CompilerError(
-            Diagnostic(code=CANNOT_WRITE, severity=Severity.ERROR, message=f"cannot write output: {exc}", source=str(folder))
+            Diagnostic.of(CANNOT_WRITE, f"cannot write output: {exc}", source=str(folder))
         ) from None

@@ -12,7 +12,7 @@
     descriptions.py · examples.py   boundary cuts; Claude `input_examples` from valid document examples
     tokens.py · spans.py   token counts (o200k_base offline); where each definition sits in a tools array
     (the fit stage, `emit_fit`, is `compiler/fit/`: toolsets, discovery and deferred forms, budgets)
-    codes.py     TC401-TC449, TC770-TC779 and their severities  (`toolc explain` is `compiler/commands/explain.py`)
+    codes.py     TC401-TC449, TC770-TC779 (severities: `compiler/codes.py`; `toolc explain`: `commands/explain.py`)
 """
 
 from compiler.providers.namemap import UnknownToolName, arguments_to_wire

@@ -21,7 +21,6 @@ from typing import Any, Literal
 from compiler.infra.diagnostics import Diagnostic
 from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
-from compiler.providers.codes import severity
 from compiler.refs import escape_token
 from compiler.schema import IdentityMemo, Step, map_subschemas
 
@@ -82,8 +81,8 @@ class Lowering:
     """Rebuilt lowered subtrees by identity, for root passes that copy the whole tree (shared like `memo`)."""
 
     def loss(self, code: str, pointer: str, message: str) -> None:
-        self.losses.append(Diagnostic(code=code, severity=severity(code), message=message, source=self.tool.source,
-                                      tool=self.tool.id, pointer=pointer or "/", provider=self.caps.target))
+        self.losses.append(Diagnostic.of(code, message, source=self.tool.source, tool=self.tool.id,
+                                         pointer=pointer or "/", provider=self.caps.target))
 
     def incompatible(self, pointer: str, reason: str) -> None:
         self.problems.append((pointer or "/", reason))

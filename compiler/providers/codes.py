@@ -1,5 +1,5 @@
-"""Diagnostic codes of provider lowering (TC401-TC459, TC770-TC779 for request fitting) and the one place their
-severity is decided.
+"""Diagnostic codes of provider lowering (TC401-TC459, TC770-TC779 for request fitting); their severities are
+in the registry, `compiler/codes.py`.
 
 The loss report is made of these: every keyword a lowering drops, moves into a description or weakens is one
 diagnostic with the target as `provider`, the tool id and a JSON pointer into the *lowered* schema (which mirrors
@@ -8,8 +8,6 @@ them, and `--strict` should fail on problems that stop a tool from working, not 
 """
 
 from __future__ import annotations
-
-from compiler.infra.diagnostics import Severity
 
 DESCRIBED = "TC401"
 """A keyword the dialect cannot express was moved into the node's description (the model still reads it)."""
@@ -80,23 +78,3 @@ INLINE_OVER_BUDGET = "TC450"
 """Inlined, the tool's schema would pass `providers.max_inline_nodes` and the target cannot share `$defs`: left out."""
 SHARED_DEFS = "TC451"
 """Inlined, the tool's schema would pass `providers.max_inline_nodes`: sent with its definitions in `$defs`."""
-
-SEVERITY: dict[str, Severity] = {
-    INLINE_OVER_BUDGET: Severity.WARNING,
-    NAME_CLASH: Severity.ERROR,
-    INVALID_OUTPUT: Severity.ERROR,
-    UNKNOWN_TOOL: Severity.ERROR,
-    OVER_BUDGET: Severity.ERROR,
-    DISCOVERY_FORM: Severity.WARNING,
-    EMPTY_TOOLSET: Severity.WARNING,
-    DEFERRED_OVER_LIMIT: Severity.WARNING,
-    NAMESAKE: Severity.WARNING,
-    MALFORMED_SCHEMA: Severity.WARNING,
-    TOO_MANY_TOOLS: Severity.INFO,  # the fact; TC771 is the one warning, with what to send instead
-    STRICT_BUDGET: Severity.WARNING,
-}
-"""Anything not listed is INFO (the loss report)."""
-
-
-def severity(code: str) -> Severity:
-    return SEVERITY.get(code, Severity.INFO)

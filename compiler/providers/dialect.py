@@ -263,11 +263,11 @@ class Dialect(ABC):
     def over_budget(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:
         """Inlined, `tool` would pass the per-tool budget: by default it is left out (TC450). A dialect whose
         provider accepts `$defs` overrides this to share them instead (`share_defs`)."""
-        raise CompilerError(Diagnostic(
-            code=codes.INLINE_OVER_BUDGET, severity=codes.severity(codes.INLINE_OVER_BUDGET), provider=self.target,
-            message=f"left out: its schema inlined is over {budget} schema objects (providers.max_inline_nodes) "
-                    f"and this target cannot share definitions through $ref; {self.over_budget_advice}",
-            source=tool.source, tool=tool.id, pointer="/"))
+        raise CompilerError(Diagnostic.of(
+            codes.INLINE_OVER_BUDGET,
+            f"left out: its schema inlined is over {budget} schema objects (providers.max_inline_nodes) "
+            f"and this target cannot share definitions through $ref; {self.over_budget_advice}",
+            source=tool.source, tool=tool.id, pointer="/", provider=self.target))
 
     def share_defs(self, tool: Tool, env: LowerEnv, ctx: Lowering, budget: int) -> JsonObject:
         """`over_budget` for providers that accept `$defs`: the bundled schema, its definitions shared (TC451)."""

@@ -35,9 +35,8 @@ class TargetResult:
 
 
 def _diag(code: str, target: str, message: str, tool: Tool | None = None, pointer: str = "") -> Diagnostic:
-    return Diagnostic(code=code, severity=codes.severity(code), message=message, provider=target,
-                      pointer=pointer or ("/" if tool else ""), source=tool.source if tool else "",
-                      tool=tool.id if tool else "")
+    return Diagnostic.of(code, message, provider=target, pointer=pointer or ("/" if tool else ""),
+                         source=tool.source if tool else "", tool=tool.id if tool else "")
 
 
 def wants_strict(target: str, config: Config) -> bool:

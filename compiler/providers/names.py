@@ -52,8 +52,7 @@ GEMINI = Mangler(re.compile(r"[^a-zA-Z0-9_.:-]"), must_start=re.compile(r"[a-zA-
 
 
 def _diag(code: str, tool: Tool, target: str, message: str) -> Diagnostic:
-    return Diagnostic(code=code, severity=codes.severity(code), message=message, source=tool.source, tool=tool.id,
-                      pointer="/name", provider=target)
+    return Diagnostic.of(code, message, source=tool.source, tool=tool.id, pointer="/name", provider=target)
 
 
 def _candidates(tools: list[Tool], mangle: Mangler, config: NamesConfig) -> dict[str, str]:

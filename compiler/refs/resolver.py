@@ -21,7 +21,6 @@ from compiler.schema import is_legacy
 
 NO_DEFS: Mapping[str, JsonObject] = MappingProxyType({})
 
-_WARNINGS = frozenset({codes.RECURSION_PRUNED, codes.BUDGET_EXCEEDED, codes.UNSUPPORTED})
 _MEMO_SLOTS = 8
 _BUDGET_EVERY = 32
 """Resolutions between two looks at the memory budget (reading /proc/self/statm costs a few microseconds)."""
@@ -88,20 +87,16 @@ class RefResolver:
             return data  # type: ignore[no-any-return]
         if not isinstance(data, dict):
             raise CompilerError(
-                Diagnostic(
-                    codes.NOT_AN_OBJECT,
-                    Severity.ERROR,
-                    "a document with file $refs must be a JSON object",
-                    source=where,
-                )
+                Diagnostic.of(codes.NOT_AN_OBJECT, "a document with file $refs must be a JSON object", source=where)
             )
 
         def report(code: str, message: str, source: str, pointer: str) -> None:
             if code in _LOST_FILE_REFS:
                 # The `$ref` became a `refusal`; what that costs is decided per tool by the source's reader
                 # (`walker.LostRefs`): a tool whose input needs it is skipped, one whose output needs it loses its
-                # output schema. A document is not refused whole for one broken file.
-                self.diagnostics.add(Diagnostic(code, Severity.WARNING, message, source=source, pointer=pointer))
+                # output schema. A document is not refused whole for one broken file: a warning here (the
+                # registry's `also` for TC201-TC204).
+                self.diagnostics.report(code, message, severity=Severity.WARNING, source=source, pointer=pointer)
                 return
             self._emit(code, message, source=source, tool="", pointer=pointer)
 
@@ -220,8 +215,7 @@ class RefResolver:
         return report
 
     def _emit(self, code: str, message: str, *, source: str, tool: str, pointer: str) -> None:
-        severity = Severity.WARNING if code in _WARNINGS else Severity.ERROR
-        self.diagnostics.add(Diagnostic(code, severity, message, source=source, tool=tool, pointer=pointer))
+        self.diagnostics.report(code, message, source=source, tool=tool, pointer=pointer)
 
 
 _LOST_FILE_REFS = frozenset({codes.NETWORK_REF, codes.OUTSIDE_ROOT, codes.BAD_POINTER, codes.MISSING_FILE})

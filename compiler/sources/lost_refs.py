@@ -28,14 +28,14 @@ def without_lost_refs(tools: list[Tool], definitions: Mapping[str, Any], diagnos
     for tool in tools:
         lost = lost_refs.of(tool.input_schema)
         if lost is not None:
-            diagnostics.warning(skipped_code, f"not a tool: its input needs $ref {lost}, which could not be resolved "
-                                "(see the TC20x warning for that $ref)", source=location, tool=tool.id)
+            diagnostics.report(skipped_code, f"not a tool: its input needs $ref {lost}, which could not be resolved "
+                               "(see the TC20x warning for that $ref)", source=location, tool=tool.id)
             continue
         lost = lost_refs.of(tool.output_schema) if tool.output_schema is not None else None
         if lost is not None:
-            diagnostics.warning(OUTPUT_SCHEMA_LOST, f"no output schema: it needs $ref {lost}, which could not be "
-                                "resolved (see the TC20x warning for that $ref); the tool is kept, its answers "
-                                "untyped", source=location, tool=tool.id)
+            diagnostics.report(OUTPUT_SCHEMA_LOST, f"no output schema: it needs $ref {lost}, which could not be "
+                               "resolved (see the TC20x warning for that $ref); the tool is kept, its answers "
+                               "untyped", source=location, tool=tool.id)
             tool = replace(tool, output_schema=None)
         kept.append(tool)
     return kept

@@ -24,7 +24,7 @@ from mcp.types import Implementation
 from pydantic import ValidationError
 
 from compiler.config import ServerConfig
-from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.sources.mcp_env import Connection, MissingVariable, connection_for, display_url
 from compiler.sources.mcp_transport import ConfigProblem, StderrTail, open_transport
 
@@ -105,11 +105,13 @@ class _Conversation:
     def fail(self, code: str, message: str) -> _Failed:
         if self.noise and code in (CONNECTION_CLOSED, CONNECT_TIMEOUT, REQUEST_TIMEOUT):
             code, message = NOT_JSON_RPC, f"the server wrote non-JSON to stdout, then: {message}"
-        self.outcome.diagnostics.error(code, self.connection.redact(message) + self.context(), source=self.where())
+        self.outcome.diagnostics.report(code, self.connection.redact(message) + self.context(), source=self.where())
         return _Failed()
 
     def warn(self, code: str, message: str) -> None:
-        self.outcome.diagnostics.warning(code, self.connection.redact(message), source=self.where())
+        """A problem the listing survives (TC507 and TC510 are errors elsewhere; the registry allows this)."""
+        self.outcome.diagnostics.report(code, self.connection.redact(message), severity=Severity.WARNING,
+                                        source=self.where())
 
     async def on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -125,7 +127,7 @@ async def fetch_server(server: ServerConfig, *, root: str) -> Outcome:
     try:
         connection = connection_for(server, root=root)
     except MissingVariable as exc:
-        outcome.diagnostics.error(MISSING_VARIABLE, f"cannot connect: {exc}", source=server.id)
+        outcome.diagnostics.report(MISSING_VARIABLE, f"cannot connect: {exc}", source=server.id)
         return outcome
     stderr = StderrTail()
     talk = _Conversation(server, connection, outcome, stderr)
@@ -212,8 +214,8 @@ async def _list_pages(talk: _Conversation, client: Client) -> list[dict[str, Any
     server = talk.server
     capabilities = client.server_capabilities
     if capabilities.tools is None:
-        talk.outcome.diagnostics.info(NO_TOOLS_CAPABILITY, "the server does not offer tools; recorded as empty",
-                                      source=server.id)
+        talk.outcome.diagnostics.report(NO_TOOLS_CAPABILITY, "the server does not offer tools; recorded as empty",
+                                        source=server.id)
         return [{"tools": []}]
     pages: list[dict[str, Any]] = []
     requested: set[str] = set()

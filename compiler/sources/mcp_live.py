@@ -72,7 +72,7 @@ async def _list_all(servers: list[ServerConfig], root: str, strict: bool, stream
         outcome = outcomes.get(server.id)
         if outcome is None:
             outcome = Outcome(server=server)
-            outcome.diagnostics.error(STOPPED_BY_STRICT, "not listed: another server failed and --strict stops "
+            outcome.diagnostics.report(STOPPED_BY_STRICT, "not listed: another server failed and --strict stops "
                                                          "at the first failure", source=server.id)
         ordered.append(outcome)
     return ordered
@@ -91,7 +91,7 @@ def storable(document: Any, diagnostics: Diagnostics, server: str) -> Any:
     except CompilerError as exc:
         diagnostics.add(exc.diagnostic)
     except (TypeError, ValueError) as exc:
-        diagnostics.error(UNSTORABLE, f"the listing cannot be stored as JSON: {exc}", source=server)
+        diagnostics.report(UNSTORABLE, f"the listing cannot be stored as JSON: {exc}", source=server)
     return None
 
 

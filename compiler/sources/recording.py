@@ -119,7 +119,7 @@ def read_recording(
     pages = listing_pages(document)
     server = source_id or (document.get("server") if isinstance(document, Mapping) else None) or location
     if pages is None:
-        diagnostics.error(NOT_A_LISTING, "not an MCP listing: expected `tools_list_pages` or a `tools` array", source=location)
+        diagnostics.report(NOT_A_LISTING, "not an MCP listing: expected `tools_list_pages` or a `tools` array", source=location)
         return Source(id=server, kind="mcp", location=location), []
 
     info: dict[str, Any] = {}
@@ -133,8 +133,8 @@ def read_recording(
     for page_index, page in enumerate(pages):
         raw_tools = page.get("tools") if isinstance(page, Mapping) else None
         if not isinstance(raw_tools, list):
-            diagnostics.error(BAD_PAGE, "a page must be an object with a `tools` array", source=location,
-                              pointer=f"/tools_list_pages/{page_index}")
+            diagnostics.report(BAD_PAGE, "a page must be an object with a `tools` array", source=location,
+                               pointer=f"/tools_list_pages/{page_index}")
             continue
         for index, raw in enumerate(raw_tools):
             pointer = f"/tools_list_pages/{page_index}/tools/{index}" if "tools_list_pages" in document else f"/tools/{index}"
@@ -142,24 +142,24 @@ def read_recording(
             tool_name: str = raw["name"] if isinstance(raw, Mapping) and isinstance(raw.get("name"), str) else ""
             tool_id = f"mcp:{server}:{tool_name}" if tool_name else ""
             if problem:
-                diagnostics.warning(BAD_TOOL, f"tool skipped: {problem}", source=location, tool=tool_id, pointer=pointer)
+                diagnostics.report(BAD_TOOL, f"tool skipped: {problem}", source=location, tool=tool_id, pointer=pointer)
                 continue
             if tool_name in seen:
-                diagnostics.warning(DUPLICATE_TOOL, f"duplicate tool name {tool_name!r}: the first one is kept",
-                                    source=location, tool=tool_id, pointer=pointer)
+                diagnostics.report(DUPLICATE_TOOL, f"duplicate tool name {tool_name!r}: the first one is kept",
+                                   source=location, tool=tool_id, pointer=pointer)
                 continue
             seen.add(tool_name)
             if config and not (config.enabled and is_selected(tool_name, config.allow_tools, config.deny_tools)):
-                diagnostics.info(TOOL_DESELECTED, "tool left out by allow_tools/deny_tools", source=location, tool=tool_id)
+                diagnostics.report(TOOL_DESELECTED, "tool left out by allow_tools/deny_tools", source=location, tool=tool_id)
                 continue
             if not plain_name(tool_name) and not (config and config.trusted):
-                diagnostics.warning(ODD_TOOL_NAME, f"tool name {tool_name[:80]!r} is outside the MCP name charset "
-                                    "[A-Za-z0-9_.-]: its risk is treated as high (its words can't be trusted, and "
-                                    "policy patterns may not match it)", source=location, tool=tool_id, pointer=pointer)
+                diagnostics.report(ODD_TOOL_NAME, f"tool name {tool_name[:80]!r} is outside the MCP name charset "
+                                   "[A-Za-z0-9_.-]: its risk is treated as high (its words can't be trusted, and "
+                                   "policy patterns may not match it)", source=location, tool=tool_id, pointer=pointer)
             tools.append(_tool_from_raw(raw, server, config))
     if config is not None:
         for problem in unmatched_source_names(seen, config.allow_tools, config.deny_tools, config.fixed_params):
-            diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"the project file's entry for server {server!r}: {problem}",
-                                source=location)
+            diagnostics.report(UNMATCHED_POLICY_PATTERN, f"the project file's entry for server {server!r}: {problem}",
+                               source=location)
     tools = without_lost_refs(tools, {}, diagnostics, location=location, skipped_code=BAD_TOOL)
     return Source(id=server, kind="mcp", location=location, info=info), tools

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler import codes
 from compiler.codegen import cache
 from compiler.codegen import python as emit
 from compiler.config import Config
@@ -72,3 +73,14 @@ def test_the_fingerprint_covers_catalog_config_and_targets(tmp_path: Path) -> No
                                     targets=("anthropic",), out_dir=tmp_path / "a")
     keys = {cache.fingerprint(b) for b in (base, other_config, other_catalog, other_targets)}
     assert len(keys) == 4
+
+
+def test_a_changed_registry_of_codes_invalidates_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replayed diagnostics keep their recorded severity: a severity changed in the registry must regenerate, or
+    the replay would build diagnostics the registry refuses."""
+    copy = tmp_path / "codes.py"
+    copy.write_bytes(Path(codes.__file__).read_bytes())
+    monkeypatch.setattr(codes, "__file__", str(copy))
+    before = cache.generator_identity.__wrapped__()
+    copy.write_text(copy.read_text().replace('Code("TC604", INFO', 'Code("TC604", WARNING'))
+    assert cache.generator_identity.__wrapped__() != before

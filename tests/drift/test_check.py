@@ -191,6 +191,13 @@ def test_never_compiled_project(project: Path) -> None:
     assert "> missing  catalog.json" in result.output and "> drift:" in result.output
 
 
+def test_a_project_that_no_longer_compiles_is_compared_with_nothing(project: Path) -> None:
+    (project / "fs.json").write_text('{"tools": [{"name": "read"}], "tools_list_pages": 3}')
+    result = run("check")
+    assert result.exit_code == 1
+    assert "toolc: error[TC704]: toolc.yaml failed to compile; nothing compared" in result.output
+
+
 def test_refresh_command_for_live_projects() -> None:
     assert refresh_command(live=False, config_arg=None) == "toolc compile"
     assert refresh_command(live=True, config_arg="p.yaml") == "toolc record -c p.yaml && toolc compile -c p.yaml"

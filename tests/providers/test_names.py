@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from compiler import codes as registry
 from compiler.config import NamesConfig
 from compiler.ir import Tool
 from compiler.providers import codes
@@ -66,7 +67,7 @@ def test_namesake_strategies(strategy: str, expected: dict[str, str], code: str)
                                       NamesConfig(server_prefix="never", namesake=strategy))  # type: ignore[arg-type]
     assert names == expected
     assert [d.code for d in diagnostics] == [code]
-    assert diagnostics[0].severity == codes.severity(code)
+    assert diagnostics[0].severity == registry.severity(code)
 
 
 def test_reverse_map_routes_every_name_back() -> None:

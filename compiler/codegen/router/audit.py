@@ -63,12 +63,12 @@ def audit_dsn(audit: AuditConfig, diagnostics: Diagnostics) -> str | None:
         return dsn  # the whole DSN comes from the environment
     passwords = _passwords(masked)
     if not masked or passwords is None:
-        diagnostics.error(NOT_A_DSN, "audit.dsn must be a PostgreSQL DSN: a postgresql:// URL, key=value pairs, "
-                          "or an ${ENV} reference", source="audit", pointer="/audit/dsn")
+        diagnostics.report(NOT_A_DSN, "audit.dsn must be a PostgreSQL DSN: a postgresql:// URL, key=value pairs, "
+                           "or an ${ENV} reference", source="audit", pointer="/audit/dsn")
         return None
     if any(not re.fullmatch(r"(TOOLCREF\d+Z)+", password) for password in passwords):
-        diagnostics.error(LITERAL_PASSWORD, "audit.dsn holds a literal password: it would be written into generated "
-                          "code; use an ${ENV} reference (or PGPASSWORD / ~/.pgpass) instead", source="audit",
-                          pointer="/audit/dsn")
+        diagnostics.report(LITERAL_PASSWORD, "audit.dsn holds a literal password: it would be written into generated "
+                           "code; use an ${ENV} reference (or PGPASSWORD / ~/.pgpass) instead", source="audit",
+                           pointer="/audit/dsn")
         return None
     return dsn

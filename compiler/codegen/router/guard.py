@@ -54,9 +54,9 @@ def _check_patterns(tool: Tool, node: Any, pointer: str, diagnostics: Diagnostic
             try:
                 re.compile(pattern)
             except re.error as exc:
-                diagnostics.warning(BAD_PATTERN, f"pattern {pattern[:80]!r} does not compile in Python ({exc}): the "
-                                    "router refuses every call of this tool", source=tool.source, tool=tool.id,
-                                    pointer=f"{pointer}/pattern")
+                diagnostics.report(BAD_PATTERN, f"pattern {pattern[:80]!r} does not compile in Python ({exc}): the "
+                                   "router refuses every call of this tool", source=tool.source, tool=tool.id,
+                                   pointer=f"{pointer}/pattern")
         for key, value in node.items():
             if key not in ("pattern", "const", "default", "enum", "examples"):
                 _check_patterns(tool, value, f"{pointer}/{key}", diagnostics)

@@ -35,7 +35,7 @@ def pinned_servers(config: Config, diagnostics: Diagnostics) -> set[str]:
     configured = {server.id for server in config.mcp_servers if server.enabled}
     for server_id in config.gateway.pinning.off:
         if server_id not in {server.id for server in config.mcp_servers}:
-            diagnostics.warning(UNKNOWN_PINNED_SERVER, f"gateway.pinning.off names {server_id!r}, which is not "
+            diagnostics.report(UNKNOWN_PINNED_SERVER, f"gateway.pinning.off names {server_id!r}, which is not "
                                 "an MCP server of this project", source="gateway.pinning")
     return configured - set(config.gateway.pinning.off)
 

@@ -115,8 +115,8 @@ def generate_router(build: Build) -> dict[str, bytes]:
     try:
         tables = render(TEMPLATE, **context)
     except jinja2.TemplateError as exc:
-        build.diagnostics.error(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
-                                source=f"templates/{TEMPLATE}")
+        build.diagnostics.report(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
+                                 source=f"templates/{TEMPLATE}")
         return {}
     files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
@@ -144,7 +144,7 @@ def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> 
     """TC640 for each name the served endpoint would refuse without `?provider=` (it means two tools)."""
     served = mcp_names(sorted(routed, key=lambda tool: tool.id), build.config.names)
     for name, tool_ids in ambiguous_names(served, maps).items():
-        build.diagnostics.warning(
+        build.diagnostics.report(
             AMBIGUOUS_NAME, f"served name {name!r} means {len(tool_ids)} tools ({', '.join(tool_ids)}): "
             f"`POST /tools/{name}/call` refuses it without ?provider= (call by tool id, or rename one)",
             tool=tool_ids[0])

@@ -78,9 +78,9 @@ def _keep_secrets_out(server: ServerConfig, kind: str, values: Mapping[str, str]
         if secret and not _REFERENCE.search(value):
             variable = name if kind == "env" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else env_name(
                 server.id, name)
-            diagnostics.warning(LITERAL_SECRET, f"{kind} {name!r} holds a literal secret: the router reads it from "
-                                f"${{{variable}}} at run time instead", source=server.id,
-                                pointer=f"/mcp_servers/{server.id}/{kind}/{name}")
+            diagnostics.report(LITERAL_SECRET, f"{kind} {name!r} holds a literal secret: the router reads it from "
+                               f"${{{variable}}} at run time instead", source=server.id,
+                               pointer=f"/mcp_servers/{server.id}/{kind}/{name}")
             baked[name] = f"${{{variable}}}"
         else:
             baked[name] = value
@@ -119,11 +119,11 @@ def api_rows(build: Build, tools: list[Tool]) -> list[dict[str, Any]]:
         base_url = source_base_url(build, source_id)
         variable = env_name("BASE_URL", source_id)
         if not base_url:
-            build.diagnostics.warning(NO_BASE_URL, f"no base URL: the router reads it from ${{{variable}}}",
-                                      source=source_id)
+            build.diagnostics.report(NO_BASE_URL, f"no base URL: the router reads it from ${{{variable}}}",
+                                     source=source_id)
         elif resolved_url(base_url, source_id) != base_url:
-            build.diagnostics.warning(NO_BASE_URL, f"relative server URL {base_url!r}: the router resolves it "
-                                      f"against the origin in ${{{variable}}}", source=source_id)
+            build.diagnostics.report(NO_BASE_URL, f"relative server URL {base_url!r}: the router resolves it "
+                                     f"against the origin in ${{{variable}}}", source=source_id)
         described = {scheme.name: {"type": scheme.type, "scheme": scheme.scheme, "location": scheme.location,
                                    "param_name": scheme.param_name}
                      for binding in bindings for alternative in binding.security for scheme in alternative}
@@ -213,8 +213,8 @@ def tool_rows(tools: list[Tool], diagnostics: Diagnostics,
         elif isinstance(tool.binding, HttpBinding):
             row["http"] = _http_row(tool.binding, (api_bases or {}).get(tool.source, ""), tool.source)
         else:
-            diagnostics.error(UNROUTABLE_TOOL, "the router cannot call this tool: unknown binding", source=tool.source,
-                              tool=tool.id)
+            diagnostics.report(UNROUTABLE_TOOL, "the router cannot call this tool: unknown binding", source=tool.source,
+                               tool=tool.id)
             continue
         rows.append(row)
     return rows
@@ -224,8 +224,8 @@ def recording_only_servers(tools: list[Tool], servers: list[dict[str, Any]], dia
     launchable = {row["id"] for row in servers}
     missing = sorted({t.binding.server for t in tools if isinstance(t.binding, McpBinding)} - launchable)
     for server in missing:
-        diagnostics.info(NO_LAUNCH_DETAILS, "tools come from a recording with no launch details: the router reaches "
-                         "this server only through Router.set_server_factory", source=server)
+        diagnostics.report(NO_LAUNCH_DETAILS, "tools come from a recording with no launch details: the router reaches "
+                           "this server only through Router.set_server_factory", source=server)
 
 
 TABLES_FORMAT = 1

@@ -114,9 +114,9 @@ def generate_stubs(build: Build) -> dict[str, bytes]:
         if plain in PACKAGE_RESERVED and packages[source.id] != plain:
             what = "a module of the standard library" if plain in sys.stdlib_module_names else \
                 "a package the generated router imports"
-            build.diagnostics.warning(SHADOWING_PACKAGE, f"package name {plain!r} would shadow {what}; the stubs "
-                                      f"of this source are the package {packages[source.id]!r}",
-                                      source=source.location or source.id)
+            build.diagnostics.report(SHADOWING_PACKAGE, f"package name {plain!r} would shadow {what}; the stubs "
+                                     f"of this source are the package {packages[source.id]!r}",
+                                     source=source.location or source.id)
     files: dict[str, bytes] = {}
     for source in build.catalog.sources:
         tools = [tool for tool in build.catalog.tools if tool.source == source.id]
@@ -137,7 +137,7 @@ class SourcePackage:
         self.tools = tools
         self.package = package
         self.digest = input_digest(source, tools)
-        self.where = {"source": source.location or source.id}
+        self.location = source.location or source.id
 
     def generate(self) -> dict[str, bytes]:
         stubs = self.stubs()
@@ -153,7 +153,8 @@ class SourcePackage:
                 if name != "tools.py" or code != generated:  # tools.py again only with edits carried over
                     check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
         except UnsafeModule as exc:
-            self.build.diagnostics.error(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}", **self.where)
+            self.build.diagnostics.report(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}",
+                                          source=self.location)
             return {}
         files.update(models.files or {"models.py": self._empty_models()})  # checked in _models()
         # Every file ends with exactly one newline, whatever the generator or a carried-over edit left.
@@ -170,11 +171,11 @@ class SourcePackage:
         for tool in self.tools:
             name = names[tool.name]
             if len(tool.name) > limits.current().max_identifier_length and name.endswith(name_hash(tool.name)):
-                self.build.diagnostics.info(NAME_CUT, f"stub name cut to {name} (the tool name is longer than "
-                                            "limits.max_identifier_length)", tool=tool.id, **self.where)
+                self.build.diagnostics.report(NAME_CUT, f"stub name cut to {name} (the tool name is longer than "
+                                              "limits.max_identifier_length)", tool=tool.id, source=self.location)
             elif name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
-                self.build.diagnostics.info(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
-                                            tool=tool.id, **self.where)
+                self.build.diagnostics.report(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
+                                              tool=tool.id, source=self.location)
             key = classes[name]
             stubs.append(Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
         return stubs
@@ -187,14 +188,14 @@ class SourcePackage:
             bundled = self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
                                                  source=self.source.id, tool=tool.id)
         except CompilerError as exc:
-            self.build.diagnostics.warning(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
-                                           tool=tool.id, pointer=pointer, **self.where)
+            self.build.diagnostics.report(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
+                                          tool=tool.id, pointer=pointer, source=self.location)
             return ModelRequest(key, {"type": "object"}, tool.id, pointer)
         split = shared.split(direction(bundled), pointer)
         for bad in split.dropped:
-            self.build.diagnostics.warning(BAD_PATTERN, f"pattern {bad.pattern[:80]!r} would not compile when the "
-                                           f"models are imported ({bad.reason}); dropped from the typed model",
-                                           tool=tool.id, pointer=bad.pointer, **self.where)
+            self.build.diagnostics.report(BAD_PATTERN, f"pattern {bad.pattern[:80]!r} would not compile when the "
+                                          f"models are imported ({bad.reason}); dropped from the typed model",
+                                          tool=tool.id, pointer=bad.pointer, source=self.location)
         return ModelRequest(key, split.schema, tool.id, pointer, introduces=split.introduces)
 
     def combined(self, stubs: list[Stub]) -> tuple[list[ModelRequest], Combined]:
@@ -217,8 +218,8 @@ class SourcePackage:
         if not requests:
             return _NO_MODELS
         for request, ref in combined.foreign_refs:
-            self.build.diagnostics.warning(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
-                                           pointer=request.pointer, **self.where)
+            self.build.diagnostics.report(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
+                                          pointer=request.pointer, source=self.location)
         # Provenance kept under 88 columns (the formatter's width): the digest gets a line of its own.
         header = (f"# Pydantic models for package {self.package}: generated by {GENERATOR}\n"
                   f"# from input sha256:{self.digest}.")
@@ -226,13 +227,13 @@ class SourcePackage:
             models = generate_models(combined.schema["$defs"], [r.key for r in requests], package=self.package,
                                      header=header, allow_calls=_ALLOWED_CALLS)
         except (ModelGenerationError, UnsafeModule) as exc:
-            self.build.diagnostics.warning(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
-                                           **self.where)
+            self.build.diagnostics.report(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
+                                          source=self.location)
             return _NO_MODELS
         for request in requests:
             if models.for_key(request.key) is None:
-                self.build.diagnostics.warning(MODEL_MISSING, f"no model {request.key} was generated; typed as Any",
-                                               tool=request.tool, pointer=request.pointer, **self.where)
+                self.build.diagnostics.report(MODEL_MISSING, f"no model {request.key} was generated; typed as Any",
+                                              tool=request.tool, pointer=request.pointer, source=self.location)
         return models
 
     # -- modules ----------------------------------------------------------------------------------------
@@ -267,15 +268,16 @@ class SourcePackage:
         try:
             kept = kept_functions(previous.decode("utf-8"))
         except (UnicodeDecodeError, libcst.ParserSyntaxError) as exc:
-            self.build.diagnostics.error(
+            self.build.diagnostics.report(
                 KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "
-                f"parse ({type(exc).__name__}); fix it or delete it", **self.where)
+                f"parse ({type(exc).__name__}); fix it or delete it", source=self.location)
             return None
         merged = merge_kept(files["tools.py"], kept)
         files["tools.py"] = merged.code
         for name in merged.orphaned:
-            self.build.diagnostics.warning(KEPT_ORPHAN, f"kept function {name}() has no tool any more; it stays in "
-                                           "tools.py until you delete it or its `# toolc: keep` marker", **self.where)
+            self.build.diagnostics.report(KEPT_ORPHAN, f"kept function {name}() has no tool any more; it stays in "
+                                          "tools.py until you delete it or its `# toolc: keep` marker",
+                                          source=self.location)
         return merged.orphaned
 
     def _init_module(self, stubs: list[Stub], orphans: tuple[str, ...]) -> str:

@@ -68,5 +68,5 @@ def report_credential_parameters(tools: list[Tool], diagnostics: Diagnostics, lo
     count = sum(1 for tool in tools if isinstance(tool.binding, HttpBinding)
                 and any(isinstance(argument, CredentialArgument) for argument in tool.binding.arguments))
     which = ", ".join(f"{where} {name!r} (scheme {scheme!r})" for where, name, scheme in carried)
-    diagnostics.info(CREDENTIAL_PARAMETER, f"{count} operation(s) declare the credential as a parameter: {which}; "
-                     "hidden from the model, the router fills it from the scheme's credential", source=location)
+    diagnostics.report(CREDENTIAL_PARAMETER, f"{count} operation(s) declare the credential as a parameter: {which}; "
+                       "hidden from the model, the router fills it from the scheme's credential", source=location)

@@ -37,8 +37,8 @@ class Skip(Exception):
 
 def dialect_of(document: Any, *, source: str, diagnostics: Diagnostics) -> Dialect | None:
     if not isinstance(document, dict):
-        diagnostics.error(NOT_OPENAPI, f"an OpenAPI document is a mapping, not {type(document).__name__}",
-                          source=source)
+        diagnostics.report(NOT_OPENAPI, f"an OpenAPI document is a mapping, not {type(document).__name__}",
+                           source=source)
         return None
     if "swagger" in document:
         version, key = document["swagger"], "swagger"
@@ -52,10 +52,10 @@ def dialect_of(document: Any, *, source: str, diagnostics: Diagnostics) -> Diale
         if isinstance(version, str) and re.fullmatch(r"3\.[12](\.\d+)?(-[\w.]+)?", text):
             return "3.1"  # 3.2 is read with the 3.1 schema dialect (plus its `query` method)
     if version is None:
-        diagnostics.error(NOT_OPENAPI, "no `openapi` or `swagger` version field", source=source)
+        diagnostics.report(NOT_OPENAPI, "no `openapi` or `swagger` version field", source=source)
     else:
-        diagnostics.error(NOT_OPENAPI, f"unsupported {key} version {version!r} (toolc reads 2.0, 3.0, 3.1, 3.2)",
-                          source=source, pointer="/" + key)
+        diagnostics.report(NOT_OPENAPI, f"unsupported {key} version {version!r} (toolc reads 2.0, 3.0, 3.1, 3.2)",
+                           source=source, pointer="/" + key)
     return None
 
 
@@ -131,8 +131,8 @@ class Context:
         is gone, so the operation is not a tool, rather than one that silently lost its parameters."""
         ref = refused_ref(node)
         if ref is not None:
-            self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref {ref} was not pulled in (see the TC2xx "
-                                     "diagnostic on it)", source=self.location, tool=tool, pointer=where)
+            self.diagnostics.report(UNRESOLVED_REF, f"{what} $ref {ref} was not pulled in (see the TC2xx "
+                                    "diagnostic on it)", source=self.location, tool=tool, pointer=where)
             raise Skip
 
     def _follow(self, node: Any, where: str, *, tool: str, what: str) -> tuple[Any, str]:
@@ -141,28 +141,28 @@ class Context:
         while isinstance(node, dict) and "$ref" in node:
             ref = node["$ref"]
             if not isinstance(ref, str) or not ref.startswith("#"):
-                self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref {ref!r} is not a reference into the document "
-                                         "(external references are pulled in by the resolver; network ones never)",
-                                         source=self.location, tool=tool, pointer=where + "/$ref")
+                self.diagnostics.report(UNRESOLVED_REF, f"{what} $ref {ref!r} is not a reference into the document "
+                                        "(external references are pulled in by the resolver; network ones never)",
+                                        source=self.location, tool=tool, pointer=where + "/$ref")
                 raise Skip
             if ref in seen or len(seen) >= _MAX_REF_HOPS:
                 chain = " → ".join([*seen, ref])
-                self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref is circular: {chain}",
-                                         source=self.location, tool=tool, pointer=start + "/$ref")
+                self.diagnostics.report(UNRESOLVED_REF, f"{what} $ref is circular: {chain}",
+                                        source=self.location, tool=tool, pointer=start + "/$ref")
                 raise Skip
             seen.append(ref)
             try:
                 node = resolve_pointer(self.document, ref)
             except PointerError as exc:
-                self.diagnostics.warning(UNRESOLVED_REF, f"{what} $ref names nothing in the document: {exc}",
-                                         source=self.location, tool=tool, pointer=where + "/$ref")
+                self.diagnostics.report(UNRESOLVED_REF, f"{what} $ref names nothing in the document: {exc}",
+                                        source=self.location, tool=tool, pointer=where + "/$ref")
                 raise Skip from None
             where = ref[1:]
         return node, where
 
     def _not_an_object(self, node: Any, where: str, tool: str, what: str) -> NoReturn:
-        self.diagnostics.warning(BAD_OBJECT, f"a {what} must be an object, not {type(node).__name__}",
-                                 source=self.location, tool=tool, pointer=where)
+        self.diagnostics.report(BAD_OBJECT, f"a {what} must be an object, not {type(node).__name__}",
+                                source=self.location, tool=tool, pointer=where)
         raise Skip
 
 
@@ -220,8 +220,8 @@ def _server_url(server: Any, ctx: Context | None = None, where: str = "", tool: 
         if ctx is not None:
             problem = "has no default" if default is None else f"default {default!r} is not in its enum {choices}"
             chosen = f"{choices[0]!r} is used" if choices else "the URL keeps it"
-            ctx.diagnostics.warning(SERVER_VARIABLE, f"server variable {name!r} {problem}: {chosen}",
-                                    source=ctx.location, tool=tool, pointer=where + "/variables")
+            ctx.diagnostics.report(SERVER_VARIABLE, f"server variable {name!r} {problem}: {chosen}",
+                                   source=ctx.location, tool=tool, pointer=where + "/variables")
         return choices[0] if choices else match.group(0)
 
     return _VARIABLE.sub(substitute, url)
@@ -245,8 +245,8 @@ def security_schemes(ctx: Context) -> dict[str, SecurityScheme]:
     except PointerError:
         return {}
     if not isinstance(raw, dict):
-        ctx.diagnostics.warning(BAD_OBJECT, "security schemes must be a mapping; ignored", source=ctx.location,
-                                pointer=where)
+        ctx.diagnostics.report(BAD_OBJECT, "security schemes must be a mapping; ignored", source=ctx.location,
+                               pointer=where)
         return {}
     schemes: dict[str, SecurityScheme] = {}
     for name, entry in raw.items():
@@ -256,8 +256,8 @@ def security_schemes(ctx: Context) -> dict[str, SecurityScheme]:
             continue
         kind = scheme.get("type")
         if not isinstance(kind, str):
-            ctx.diagnostics.warning(BAD_OBJECT, "a security scheme needs a `type`", source=ctx.location,
-                                    pointer=where + pointer(name))
+            ctx.diagnostics.report(BAD_OBJECT, "a security scheme needs a `type`", source=ctx.location,
+                                   pointer=where + pointer(name))
             continue
         if kind == "basic":  # Swagger 2.0
             schemes[name] = SecurityScheme(name=name, type="http", scheme="basic")
@@ -278,14 +278,14 @@ def security_for(ctx: Context, requirements: Any, where: str, tool: str) -> tupl
     """Alternatives (any one suffices), each the schemes used together; `()` among them means anonymous."""
     if not isinstance(requirements, list):
         if requirements is not None:
-            ctx.diagnostics.warning(BAD_OBJECT, "`security` must be a list of requirement objects; ignored",
-                                    source=ctx.location, tool=tool, pointer=where)
+            ctx.diagnostics.report(BAD_OBJECT, "`security` must be a list of requirement objects; ignored",
+                                   source=ctx.location, tool=tool, pointer=where)
         return ()
     alternatives: list[tuple[SecurityScheme, ...]] = []
     for index, requirement in enumerate(requirements):
         if not isinstance(requirement, dict):
-            ctx.diagnostics.warning(BAD_OBJECT, "a security requirement must be an object; ignored",
-                                    source=ctx.location, tool=tool, pointer=f"{where}/{index}")
+            ctx.diagnostics.report(BAD_OBJECT, "a security requirement must be an object; ignored",
+                                   source=ctx.location, tool=tool, pointer=f"{where}/{index}")
             continue
         used: list[SecurityScheme] = []
         for name in requirement:
@@ -294,8 +294,8 @@ def security_for(ctx: Context, requirements: Any, where: str, tool: str) -> tupl
                 if name in ctx.unknown_schemes:
                     continue
                 ctx.unknown_schemes.add(name)
-                ctx.diagnostics.warning(UNKNOWN_SECURITY_SCHEME, f"security scheme {name!r} is not declared",
-                                        source=ctx.location, tool=tool, pointer=f"{where}/{index}")
+                ctx.diagnostics.report(UNKNOWN_SECURITY_SCHEME, f"security scheme {name!r} is not declared",
+                                       source=ctx.location, tool=tool, pointer=f"{where}/{index}")
                 continue
             used.append(scheme)
         alternatives.append(tuple(used))

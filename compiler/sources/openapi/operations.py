@@ -71,8 +71,8 @@ def find_operations(ctx: Context, paths: Mapping[str, Any]) -> tuple[list[Operat
     for path, raw_item in paths.items():
         where = "/paths" + pointer(str(path))
         if not isinstance(raw_item, dict):
-            ctx.diagnostics.warning(BAD_OBJECT, f"a path item must be an object, not {type(raw_item).__name__}; "
-                                    "it has no operations", source=ctx.location, pointer=where)
+            ctx.diagnostics.report(BAD_OBJECT, f"a path item must be an object, not {type(raw_item).__name__}; "
+                                   "it has no operations", source=ctx.location, pointer=where)
             continue
         item = raw_item
         try:
@@ -122,8 +122,8 @@ def assign_tool_names(ctx: Context, operations: list[Operation]) -> None:
         slug = _SLUG.sub("_", f"{operation.method}_{operation.path}").strip("_")
         bases.append(slug)
         if isinstance(operation.op, dict):
-            ctx.diagnostics.info(MISSING_OPERATION_ID, f"no operationId; the tool is named {slug!r}",
-                                 source=ctx.location, tool=_tool_id(ctx, slug), pointer=operation.where)
+            ctx.diagnostics.report(MISSING_OPERATION_ID, f"no operationId; the tool is named {slug!r}",
+                                   source=ctx.location, tool=_tool_id(ctx, slug), pointer=operation.where)
     own = set(bases)
     used: set[str] = set()
     for operation, base in zip(operations, bases, strict=True):
@@ -133,9 +133,9 @@ def assign_tool_names(ctx: Context, operations: list[Operation]) -> None:
             while f"{base}_{n}" in used or f"{base}_{n}" in own:
                 n += 1
             name = f"{base}_{n}"
-            ctx.diagnostics.warning(DUPLICATE_OPERATION_ID, f"operationId {base!r} is used before; this operation "
-                                    f"is the tool {name!r}", source=ctx.location, tool=_tool_id(ctx, name),
-                                    pointer=operation.where)
+            ctx.diagnostics.report(DUPLICATE_OPERATION_ID, f"operationId {base!r} is used before; this operation "
+                                   f"is the tool {name!r}", source=ctx.location, tool=_tool_id(ctx, name),
+                                   pointer=operation.where)
         used.add(name)
         operation.name = name
 
@@ -153,8 +153,8 @@ def build_tool(ctx: Context, operation: Operation, fixed: Mapping[str, Any],
     if operation.lost:
         raise Skip
     if not isinstance(op, dict):
-        ctx.diagnostics.warning(BAD_OBJECT, f"an operation must be an object, not {type(op).__name__}",
-                                source=ctx.location, tool=tool, pointer=operation.where)
+        ctx.diagnostics.report(BAD_OBJECT, f"an operation must be an object, not {type(op).__name__}",
+                               source=ctx.location, tool=tool, pointer=operation.where)
         raise Skip
     at = operation.op_where
     params = merged_parameters(ctx, ((operation.path_item.get("parameters"), operation.item_where + "/parameters"),
@@ -292,8 +292,8 @@ def output_schema(ctx: Context, op: JsonObject, where: str, tool: str) -> Any:
     if responses is None:
         return None
     if not isinstance(responses, dict):
-        ctx.diagnostics.warning(BAD_OBJECT, "`responses` must be a mapping; no output schema", source=ctx.location,
-                                tool=tool, pointer=at)
+        ctx.diagnostics.report(BAD_OBJECT, "`responses` must be a mapping; no output schema", source=ctx.location,
+                               tool=tool, pointer=at)
         return None
     codes = {str(code): code for code in responses}
     success = sorted(code for code in codes if _SUCCESS.fullmatch(code))

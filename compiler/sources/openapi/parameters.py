@@ -75,16 +75,16 @@ def merged_parameters(ctx: Context, lists: tuple[tuple[Any, str], ...], tool: st
         if raw_list is None:
             continue
         if not isinstance(raw_list, list):
-            ctx.diagnostics.warning(BAD_OBJECT, "`parameters` must be a list", source=ctx.location, tool=tool,
-                                    pointer=base)
+            ctx.diagnostics.report(BAD_OBJECT, "`parameters` must be a list", source=ctx.location, tool=tool,
+                                   pointer=base)
             raise Skip
         for index, raw in enumerate(raw_list):
             param, where = ctx.deref(raw, f"{base}/{index}", tool=tool, what="parameter")
             name, location = param.get("name"), param.get("in")
             if not isinstance(name, str) or not name or location not in allowed:
-                ctx.diagnostics.warning(BAD_OBJECT, f"a parameter needs a `name` and an `in` of {', '.join(allowed)}"
-                                        f" (got name={name!r}, in={location!r})", source=ctx.location, tool=tool,
-                                        pointer=where)
+                ctx.diagnostics.report(BAD_OBJECT, f"a parameter needs a `name` and an `in` of {', '.join(allowed)}"
+                                       f" (got name={name!r}, in={location!r})", source=ctx.location, tool=tool,
+                                       pointer=where)
                 raise Skip
             if location == "header" and not ctx.swagger and name.lower() in _RESERVED_HEADERS:
                 ctx.ignored_headers += 1
@@ -142,8 +142,8 @@ def _parameter_schema(ctx: Context, param: JsonObject, where: str, tool: str) ->
                     raw, schema_where = media["schema"], f"{where}/content{pointer(media_type)}/schema"
                     break
         if raw is None:
-            ctx.diagnostics.warning(BAD_OBJECT, "a parameter needs a `schema` (or `content`); any value accepted",
-                                    source=ctx.location, tool=tool, pointer=where)
+            ctx.diagnostics.report(BAD_OBJECT, "a parameter needs a `schema` (or `content`); any value accepted",
+                                   source=ctx.location, tool=tool, pointer=where)
             raw = {}
         schema, ok = ctx.schemas.entry(raw, schema_where, tool)
     if not ok:
@@ -183,8 +183,8 @@ def request_body(ctx: Context, raw: Any, where: str, tool: str) -> Body | None:
     body, where = ctx.deref(raw, where, tool=tool, what="request body")
     content, media_types = ctx.media_types(body.get("content"), where + "/content", tool=tool)
     if not isinstance(content, dict):
-        ctx.diagnostics.warning(BAD_OBJECT, "a request body needs a `content` mapping", source=ctx.location,
-                                tool=tool, pointer=where)
+        ctx.diagnostics.report(BAD_OBJECT, "a request body needs a `content` mapping", source=ctx.location,
+                               tool=tool, pointer=where)
         raise Skip
     with_schema = [(media_type, media) for media_type, media, _ in media_types]
     places = {media_type: at for media_type, _, at in media_types}
@@ -197,12 +197,12 @@ def request_body(ctx: Context, raw: Any, where: str, tool: str) -> Body | None:
     required = body.get("required") is True
     if chosen is None:
         if not content:
-            ctx.diagnostics.info(UNSUPPORTED_MEDIA_TYPE, "the request body lists no media type; no body is sent",
-                                 source=ctx.location, tool=tool, pointer=where + "/content")
+            ctx.diagnostics.report(UNSUPPORTED_MEDIA_TYPE, "the request body lists no media type; no body is sent",
+                                   source=ctx.location, tool=tool, pointer=where + "/content")
             return None
         first = str(next(iter(content)))
-        ctx.diagnostics.info(UNSUPPORTED_MEDIA_TYPE, f"no schema for media type {first!r}; the body is taken as a "
-                             "string", source=ctx.location, tool=tool, pointer=where + "/content")
+        ctx.diagnostics.report(UNSUPPORTED_MEDIA_TYPE, f"no schema for media type {first!r}; the body is taken as a "
+                               "string", source=ctx.location, tool=tool, pointer=where + "/content")
         return Body({"type": "string"}, required, first, {})
     media_type, media = chosen
     schema, ok = ctx.schemas.entry(media["schema"], f"{places[media_type]}/schema", tool)
@@ -254,8 +254,8 @@ def swagger_body(ctx: Context, op: JsonObject, body: tuple[JsonObject, str] | No
     if body is not None:
         param, where = body
         if "schema" not in param:
-            ctx.diagnostics.warning(BAD_OBJECT, "a body parameter needs a `schema`", source=ctx.location, tool=tool,
-                                    pointer=where)
+            ctx.diagnostics.report(BAD_OBJECT, "a body parameter needs a `schema`", source=ctx.location, tool=tool,
+                                   pointer=where)
             raise Skip
         schema, ok = ctx.schemas.entry(param["schema"], where + "/schema", tool)
         if not ok:
@@ -398,5 +398,5 @@ def assign_names(ctx: Context, fields: list[Field], tool: str, where: str) -> No
             name = f"{base}_{n}"
         field.name = name
         taken.add(name)
-        ctx.diagnostics.info(ARGUMENT_RENAMED, f"{field.location} parameter {field.wire_name!r} is the argument "
-                             f"{name!r}: its name is taken", source=ctx.location, tool=tool, pointer=where)
+        ctx.diagnostics.report(ARGUMENT_RENAMED, f"{field.location} parameter {field.wire_name!r} is the argument "
+                               f"{name!r}: its name is taken", source=ctx.location, tool=tool, pointer=where)

@@ -41,7 +41,7 @@ def resolve_presets(ctx: Context, fields: list[Field], fixed: Mapping[str, Any],
     names = {field.name for field in fields}
 
     def error(code: str, message: str) -> None:
-        ctx.diagnostics.error(code, message, source=ctx.location, tool=tool, pointer=where)
+        ctx.diagnostics.report(code, message, source=ctx.location, tool=tool, pointer=where)
 
     def pin(location: str, wire_name: str, value: Any, field: Field | None, label: str) -> None:
         problem = _problem(location, wire_name, value, field, security, has_object_body)

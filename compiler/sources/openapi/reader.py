@@ -69,8 +69,8 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     if paths is None and dialect == "3.1":
         paths = {}
     if not isinstance(paths, dict):
-        diagnostics.error(NOT_OPENAPI, "`paths` is missing or not a mapping: no operations to read",
-                          source=location, pointer="/paths")
+        diagnostics.report(NOT_OPENAPI, "`paths` is missing or not a mapping: no operations to read",
+                           source=location, pointer="/paths")
         return Source(id=source_id, kind="openapi", location=location, info=info), []
 
     schemas = SchemaNormalizer(document, swagger=dialect == "2.0", source=location, diagnostics=diagnostics)
@@ -82,10 +82,10 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     operations, callbacks = find_operations(ctx, paths)
     if callbacks or webhooks:
         counted = [f"{n} {what}(s)" for n, what in ((callbacks, "callback"), (webhooks, "webhook")) if n]
-        diagnostics.info(IGNORED_CALLBACKS, f"ignored {' and '.join(counted)}: requests the API makes are not tools",
-                         source=location)
+        diagnostics.report(IGNORED_CALLBACKS, f"ignored {' and '.join(counted)}: requests the API makes are not tools",
+                           source=location)
     if config is not None and not config.enabled:
-        diagnostics.info(NOT_SELECTED, f"source disabled: {len(operations)} operation(s) not read", source=location)
+        diagnostics.report(NOT_SELECTED, f"source disabled: {len(operations)} operation(s) not read", source=location)
         return Source(id=source_id, kind="openapi", location=location, info=info), []
 
     schemas.load_definitions()
@@ -104,25 +104,25 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
         try:
             tools.append(build_tool(ctx, operation, fixed_params.get(operation.name, {}), source_wide))
         except Skip:
-            diagnostics.warning(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
-                                "see the diagnostic before this one", source=location,
-                                tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
+            diagnostics.report(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
+                               "see the diagnostic before this one", source=location,
+                               tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
         except RecursionError:
-            diagnostics.warning(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
-                                "its schemas nest too deeply", source=location,
-                                tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
+            diagnostics.report(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
+                               "its schemas nest too deeply", source=location,
+                               tool=f"openapi:{source_id}:{operation.name}", pointer=operation.where)
     _report_unapplied(source_wide, diagnostics, location)
     for problem in unmatched_source_names((operation.name for operation in operations), allow, deny, fixed_params):
-        diagnostics.warning(UNMATCHED_POLICY_PATTERN, f"the project file's entry for this document: {problem}",
-                            source=location)
+        diagnostics.report(UNMATCHED_POLICY_PATTERN, f"the project file's entry for this document: {problem}",
+                           source=location)
     report_credential_parameters(tools, diagnostics, location)
     if unselected:
-        diagnostics.info(NOT_SELECTED, f"{unselected} operation(s) left out by allow_tools/deny_tools",
-                         source=location)
+        diagnostics.report(NOT_SELECTED, f"{unselected} operation(s) left out by allow_tools/deny_tools",
+                           source=location)
     if ctx.ignored_headers:
-        diagnostics.info(IGNORED_HEADER, f"ignored {ctx.ignored_headers} header parameter(s) named Accept, "
-                         "Content-Type or Authorization: media types and security schemes decide those",
-                         source=location)
+        diagnostics.report(IGNORED_HEADER, f"ignored {ctx.ignored_headers} header parameter(s) named Accept, "
+                           "Content-Type or Authorization: media types and security schemes decide those",
+                           source=location)
     if config is not None:
         tools = apply_risk_settings(tools, config, diagnostics=diagnostics, location=location)
     schemas.finish()
@@ -135,9 +135,9 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
 def _report_unapplied(source_wide: SourceWidePresets, diagnostics: Diagnostics, location: str) -> None:
     """A source-wide preset no operation took is an error, as a preset naming nothing is for one operation."""
     for entry in unapplied_source_wide(source_wide.presets, source_wide.applied):
-        diagnostics.error(UNKNOWN_FIXED_PARAM, f"preset {entry!r} for every operation ({SOURCE_WIDE!r}) fits no "
-                          "operation: no argument of that name, nor a declared path parameter or body field",
-                          source=location)
+        diagnostics.report(UNKNOWN_FIXED_PARAM, f"preset {entry!r} for every operation ({SOURCE_WIDE!r}) fits no "
+                           "operation: no argument of that name, nor a declared path parameter or body field",
+                           source=location)
 
 
 def _count_webhooks(document: Any) -> int:

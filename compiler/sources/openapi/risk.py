@@ -47,8 +47,8 @@ def apply_risk_settings(tools: list[Tool], settings: RiskSettings, *, diagnostic
     for key, globs in (("risk", settings.risk), ("read_only", settings.read_only)):
         for glob in globs:
             if not any(glob_matches(glob, tool.name, tool.id) for tool in tools):
-                diagnostics.warning(UNMATCHED_RISK_GLOB, f"the project file's `{key}` glob {glob!r} for this "
-                                    "document matches none of its tools", source=location)
+                diagnostics.report(UNMATCHED_RISK_GLOB, f"the project file's `{key}` glob {glob!r} for this "
+                                   "document matches none of its tools", source=location)
     return [_applied(tool, settings) for tool in tools]
 
 

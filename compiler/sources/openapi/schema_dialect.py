@@ -105,8 +105,8 @@ class SchemaNormalizer:
         except PointerError:
             return
         if not isinstance(raw, dict):
-            self.diagnostics.warning(BAD_OBJECT, "shared schemas must be a mapping; ignored",
-                                     source=self.source, pointer=container_pointer)
+            self.diagnostics.report(BAD_OBJECT, "shared schemas must be a mapping; ignored",
+                                    source=self.source, pointer=container_pointer)
             return
         self._raw = raw
         for name in raw:
@@ -120,9 +120,9 @@ class SchemaNormalizer:
 
     def finish(self) -> None:
         if self.dropped_extensions:
-            self.diagnostics.info(DROPPED_EXTENSIONS,
-                                  f"dropped {self.dropped_extensions} `x-` extension keyword(s) from schemas",
-                                  source=self.source)
+            self.diagnostics.report(DROPPED_EXTENSIONS,
+                                    f"dropped {self.dropped_extensions} `x-` extension keyword(s) from schemas",
+                                    source=self.source)
 
     # -- tool-level entry point ---------------------------------------------------------------------------
 
@@ -292,7 +292,7 @@ class SchemaNormalizer:
 
     def _fail(self, code: str, message: str, where: Where) -> None:
         self.failures += 1
-        self.diagnostics.warning(code, message, source=self.source, tool=self._tool, pointer=render(where))
+        self.diagnostics.report(code, message, source=self.source, tool=self._tool, pointer=render(where))
 
 
 def _nullable(out: JsonObject) -> JsonObject:
