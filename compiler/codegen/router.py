@@ -1,9 +1,9 @@
 """The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
 
-Only `_tables.py` carries project data (project name, servers, HTTP APIs, policy, targets, audit DSN as Python
-literals, rendered from `templates/router/_tables.py.jinja`), with `_tables.json` beside it: the per-tool tables
-and provider name maps, read on first use (`router_tables.tables_file`). Every other module is
-the same for every project: real Python files under `templates/router/static/`, linted, formatted and
+Only `_tables.py` carries project data (project name, servers, HTTP APIs, policy, targets, audit DSN, OAuth
+callers (`router_callers`) as Python literals, rendered from `templates/router/_tables.py.jinja`), with
+`_tables.json` beside it: the per-tool tables and provider name maps, read on first use
+(`router_tables.tables_file`). Every other module is the same for every project: real Python files under `templates/router/static/`, linted, formatted and
 type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
 compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
 (`codegen.stubs`), one copy for every source package; `_schemas.json` holds the input schemas the router
@@ -24,6 +24,7 @@ import orjson
 from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router_audit import audit_dsn
+from compiler.codegen.router_callers import caller_auth
 from compiler.codegen.router_env import env_example
 from compiler.codegen.router_guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router_names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
@@ -91,6 +92,7 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": dsn,
+        "gateway_auth": caller_auth(build.config, build.diagnostics),
         "env_example": env_example(apis, servers, rows, policy, dsn),
         "targets": tuple(sorted(build.targets)),
         "tables_json": tables_file(rows, maps),

@@ -70,10 +70,10 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "audit.py",
-        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "http_dispatch.py", "mcp_dispatch.py",
+        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py",
+        "access_tokens.py", "audit.py", "audit_pg.py", "callers.py", "discovery.py", "environment.py", ".env.example", "http_dispatch.py", "mcp_dispatch.py",
         "policy.py", "providers.py", "ranking.py", "redact.py",
-        "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
+        "router.py", "serve.py", "serve_auth.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",
         "telemetry.py", "validate.py", "wire.py", "requirements.txt", "requirements-postgres.txt", "py.typed"))

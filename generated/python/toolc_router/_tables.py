@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar
 
 from ._types import (
     AuthScheme,
+    CallerAuthSpec,
     HttpApiSpec,
     HttpArg,
     HttpSpec,
@@ -127,6 +128,10 @@ TARGETS: Final[tuple[str, ...]] = (
 
 AUDIT_DSN: Final[str | None] = None
 """`audit.dsn` from the project file, `${ENV}` references unexpanded (TOOLC_AUDIT_DSN overrides it)."""
+
+GATEWAY_AUTH: Final[CallerAuthSpec | None] = None
+"""`gateway.auth` from the project file: `toolc serve` over HTTP checks callers' OAuth access tokens (`serve_auth`)
+and serves each the tools its scopes and claims grant (`callers`); None: the static token, if any."""
 
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(

@@ -7,13 +7,21 @@ Never copied into a router (`codegen.router.static_files` skips `.pyi`). It decl
 from collections.abc import Mapping
 from typing import Final
 
-from ._types import HttpApiSpec, NameEntry, PolicySpec, ServerSpec, ToolSpec
+from ._types import (
+    CallerAuthSpec,
+    HttpApiSpec,
+    NameEntry,
+    PolicySpec,
+    ServerSpec,
+    ToolSpec,
+)
 
 POLICY: Final[PolicySpec]
 SECRET_ENV: Final[tuple[str, ...]]
 PROJECT: Final[str]
 TARGETS: Final[tuple[str, ...]]
 AUDIT_DSN: Final[str | None]
+GATEWAY_AUTH: Final[CallerAuthSpec | None]
 SERVERS: Final[Mapping[str, ServerSpec]]
 HTTP_APIS: Final[Mapping[str, HttpApiSpec]]
 TOOLS: Final[Mapping[str, ToolSpec]]

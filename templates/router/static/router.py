@@ -31,7 +31,7 @@ from typing import Any
 from mcp.types import CallToolResult
 from opentelemetry import trace
 
-from . import providers, telemetry
+from . import callers, providers, telemetry
 from ._env import check_environment
 from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
 from ._types import InvocationContext, PolicySpec, RouterError, ToolResult, ToolSpec
@@ -190,7 +190,9 @@ class Router:
         tracer = telemetry.tracer()
         if tracer is None:  # no OpenTelemetry SDK configured: no span, no cost
             return await run()
-        span = telemetry.start(tracer, tool_id, tool, invocation_id, call_id, secrets)
+        span = telemetry.start(
+            tracer, tool_id, tool, invocation_id, call_id, secrets, context.caller
+        )
         with trace.use_span(
             span, end_on_exit=False
         ):  # spans of the MCP / HTTP clients nest under this one
@@ -210,6 +212,9 @@ class Router:
         secrets: list[str],
     ) -> ToolResult:
         decision = denied or await self._decide(tool, tool_id, context)
+        not_granted = callers.refusal(tool, context) if decision.allowed else None
+        if not_granted is not None:
+            decision = PolicyDecision(False, callers.GATE, not_granted)
         audited_reason = decision.reason
         if decision.allowed and tool is not None:
             refusal = (
@@ -412,6 +417,12 @@ class Router:
         # The tool id may be a name a model made up: redacted, made inert (no control or bidi characters), then cut.
         shown = printable(redact(tool_id, secrets, limit=None))
         shown = shown if len(shown) <= MAX_TOOL_ID else shown[:MAX_TOOL_ID] + "…"
+        if context.caller is not None:  # who called, in every row of the call
+            caller = context.caller
+            payload = {
+                **payload,
+                "caller": {"subject": caller.subject, "client_id": caller.client_id},
+            }
         return AuditEvent(
             event_type,
             invocation_id,

@@ -39,6 +39,8 @@ from mcp import types
 from referencing import Registry
 
 from ._tables import NAME_MAPS, TARGETS, TOOLS
+from ._types import InvocationContext
+from .callers import may_use
 from .validate import SCHEMAS_FILE, index_schemas
 
 SERVE_FILE = Path(__file__).with_name("_serve.json")
@@ -324,6 +326,7 @@ class ServedCatalog:
         self._defs: dict[str, Any] = {}
         self._sizes: dict[str, dict[str, int]] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
+        self._listed: dict[str, types.Tool] = {}
         self._outputs: dict[str, dict[str, Any] | None] = {}
         self._positions: dict[str, dict[str, Positions]] = {}
         self._output_validators: dict[str, Validator | None] = {}
@@ -381,13 +384,18 @@ class ServedCatalog:
 
     # tools/list ----------------------------------------------------------------------------------------------
 
-    def page(self, cursor: str | None) -> types.ListToolsResult:
-        """One page of `tools/list`; the cursor is opaque to clients (an unknown one raises UnknownCursor)."""
+    def page(
+        self, cursor: str | None, context: InvocationContext | None = None
+    ) -> types.ListToolsResult:
+        """One page of `tools/list`; the cursor is opaque to clients (an unknown one raises UnknownCursor). An
+        OAuth caller in `context` pages through the tools granted to it only (`callers.may_use`)."""
         number = 0
         if cursor is not None:
             if not cursor.isdigit() or cursor != str(int(cursor)):
                 raise UnknownCursor(cursor)
             number = int(cursor)
+        if context is not None and context.caller is not None:
+            return self._granted_page(number, cursor, context)
         cached = self._pages.get(number)
         if cached is not None:
             return cached
@@ -403,6 +411,30 @@ class ServedCatalog:
             )
             self._pages[number] = result
             return result
+
+    def _granted_page(
+        self, number: int, cursor: str | None, context: InvocationContext
+    ) -> types.ListToolsResult:
+        names = [
+            name
+            for name in self.names()
+            if may_use(context, self.tool_id(name) or name)
+        ]
+        start = number * self.page_size
+        if number > 0 and start >= len(names):
+            raise UnknownCursor(cursor or "")
+        chunk = names[start : start + self.page_size]
+        following = str(number + 1) if start + self.page_size < len(names) else None
+        with self._lock:
+            tools = [self._listed_tool(name) for name in chunk]
+        return types.ListToolsResult(tools=tools, next_cursor=following)
+
+    def _listed_tool(self, name: str) -> types.Tool:
+        """One listed tool, built once (callers' pages differ, the tools on them do not)."""
+        found = self._listed.get(name)
+        if found is None:
+            found = self._listed[name] = self._tool(name)
+        return found
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         """The self-contained input schema served for an MCP name (the SDK asks on every call: kept once built)."""

@@ -43,6 +43,7 @@ from pydantic import ValidationError
 from ._tables import PROJECT
 from ._types import InvocationContext, ToolResult
 from .router import Router
+from .serve_auth import request_caller
 from .serve_catalog import ServedCatalog, UnknownCursor
 
 logger = logging.getLogger(__name__)
@@ -147,11 +148,22 @@ def mcp_server(
     base = context or router.default_context
     call_context = base if base.actor else dataclasses.replace(base, actor="mcp")
 
+    def caller_context(ctx: Any) -> InvocationContext:
+        """`call_context` with the OAuth caller of the HTTP request (`serve_auth`); stdio has none."""
+        request = getattr(ctx, "request", None)
+        caller = request_caller(getattr(request, "state", None))
+        return (
+            call_context
+            if caller is None
+            else dataclasses.replace(call_context, caller=caller)
+        )
+
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        cursor = params.cursor if params is not None else None
         try:
-            return served.page(params.cursor if params is not None else None)
+            return served.page(cursor, caller_context(ctx))
         except UnknownCursor:
             raise MCPError(types.INVALID_PARAMS, "unknown cursor") from None
 
@@ -162,7 +174,7 @@ def mcp_server(
         tool_id = served.tool_id(params.name) or params.name
         async with limiter:
             result = await router.call_tool(
-                tool_id, params.arguments or {}, context=call_context
+                tool_id, params.arguments or {}, context=caller_context(ctx)
             )
         return call_result(result, served.output_validator(params.name))
 
