@@ -7,6 +7,7 @@ upstream; the official MCP client discovers the metadata and completes the flow.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from tests.support.cli import run_toolc
 from tests.support.loopback import Recorder, recording_api
 from tests.support.oauth import Issuer, Keys, hmac_signed, issuer_server, sign, unsigned
 from tests.support.paths import FIXTURES
-from tests.support.serve import audit_rows, serve_env, serving_http
+from tests.support.serve import audit_rows, serve_args, serve_env, serving_http
 
 READ = "pets.read"
 TIME = "time"
@@ -309,3 +310,27 @@ async def test_the_mcp_client_discovers_the_metadata_gets_a_token_and_sees_its_t
     agent_rows = [payload for _, _, tool, payload in audit_rows(project) if tool == "mcp:time:get_current_time"
                   and payload.get("caller", {}).get("subject") == "agent-7"]
     assert len(agent_rows) == 3  # decision, start, end
+
+
+def test_an_mcp_session_belongs_to_the_caller_that_opened_it(served: str, token: str, keys: Keys, issuer: str,
+                                                            resource: str) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = httpx2.post(f"{served}/mcp", json=opening, headers={**headers, **bearer(token)}, timeout=30)
+    assert opened.status_code == 200, opened.text
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    other = sign(keys, sub="mallory", scope=f"{BASE} {READ} {TIME}", aud=resource, iss=issuer)
+    stolen = httpx2.post(f"{served}/mcp", json=listing, headers={**headers, **session, **bearer(other)}, timeout=30)
+    assert stolen.status_code == 404  # as if the session did not exist
+    own = httpx2.post(f"{served}/mcp", json=listing, headers={**headers, **session, **bearer(token)}, timeout=30)
+    assert sorted(tool["name"] for tool in own.json()["result"]["tools"]) == ["getPet", "listPets"]
+
+
+def test_toolc_serve_refuses_a_static_token_beside_oauth(project: Path, api: str) -> None:
+    environ = serve_env(api, TOOLC_SERVE_TOKEN="a-static-token-1234567")
+    started = subprocess.run([sys.executable, *serve_args(project, "--transport", "http", "--port", "1")],
+                             env=environ, capture_output=True, text=True, timeout=120, cwd=project.parent)
+    assert started.returncode == 2
+    assert "TC680" in started.stderr and "gateway.auth" in started.stderr
