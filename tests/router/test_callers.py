@@ -291,3 +291,21 @@ def test_bad_settings_are_located_config_errors(auth: dict[str, Any], pointer: s
         config_from_data(data, root=Path("."), source="toolc.yaml")
     [diagnostic] = error.value.diagnostics
     assert diagnostic.code == "TC110" and diagnostic.pointer == pointer and message in diagnostic.message
+
+
+async def test_mcp_over_oauth_without_a_caller_serves_nothing(rt: Any, generated: Path) -> None:
+    """A request that reaches the MCP server with OAuth on but no caller (no HTTP request behind it here) is taken
+    for nobody: it lists no tool and calls none (fail closed), where without OAuth it would see them all."""
+    from mcp import Client
+    from toolc_router.serve_catalog import ServedCatalog
+    from toolc_router.serve_mcp import mcp_server
+
+    router = probed(rt, rt.MemoryAuditSink())
+    catalog = ServedCatalog(schemas_dir=generated)
+    async with Client(mcp_server(router, catalog, require_caller=True)) as guarded:
+        assert (await guarded.list_tools()).tools == []
+        refused = await guarded.call_tool("echo", {"text": "hi"})
+        assert refused.is_error and refused.content[0].text.startswith("denied by caller:")
+    async with Client(mcp_server(router, catalog)) as open_:
+        assert len((await open_.list_tools()).tools) == 4
+    await router.aclose()

@@ -334,3 +334,15 @@ def test_toolc_serve_refuses_a_static_token_beside_oauth(project: Path, api: str
                              env=environ, capture_output=True, text=True, timeout=120, cwd=project.parent)
     assert started.returncode == 2
     assert "TC680" in started.stderr and "gateway.auth" in started.stderr
+
+
+def test_a_2026_07_28_request_lists_only_the_granted_tools(served: str, token: str) -> None:
+    """The sessionless protocol era reaches the tools through another path in the SDK: the same rule holds."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list", **bearer(token)}
+    listing = httpx2.post(f"{served}/mcp", headers=headers, timeout=30, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    assert listing.status_code == 200, listing.text
+    assert sorted(tool["name"] for tool in listing.json()["result"]["tools"]) == ["getPet", "listPets"]

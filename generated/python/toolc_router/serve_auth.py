@@ -194,7 +194,14 @@ def _access_token(spec: CallerAuthSpec, caller: Caller, token: str) -> AccessTok
     )
 
 
-def request_caller(state: Any) -> Caller | None:
-    """The caller a request carries (`request.state`, or the SDK's request in an MCP handler), or None."""
+NOBODY = Caller(subject="", client_id=None, scopes=frozenset(), tools=())
+"""Who a request is taken for when OAuth is on but no caller reached the route: granted nothing (fail closed)."""
+
+
+def request_caller(state: Any, *, required: bool = False) -> Caller | None:
+    """The caller a request carries (`request.state`, or the SDK's request in an MCP handler); None when there is
+    none, or NOBODY when one is `required` (OAuth is on: a route the middleware did not see serves nothing)."""
     found = getattr(state, "caller", None)
-    return found if isinstance(found, Caller) else None
+    if isinstance(found, Caller):
+        return found
+    return NOBODY if required else None

@@ -213,9 +213,11 @@ def _answer(result: ToolResult, auth: CallerAuthSpec | None = None) -> JSONRespo
     return response
 
 
-def caller_context(base: InvocationContext, request: Request) -> InvocationContext:
-    """`base` with the OAuth caller the request carries (`serve_auth`), if any."""
-    caller = request_caller(request.state)
+def caller_context(
+    base: InvocationContext, request: Request, required: bool
+) -> InvocationContext:
+    """`base` with the OAuth caller the request carries (`serve_auth`); `required`: OAuth is on."""
+    caller = request_caller(request.state, required=required)
     return base if caller is None else dataclasses.replace(base, caller=caller)
 
 
@@ -246,7 +248,7 @@ def create_app(
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
     quiet_disconnects()
     manager = BoundedSessionManager(
-        mcp_server(router, served, limiter=limiter),
+        mcp_server(router, served, limiter=limiter, require_caller=auth is not None),
         json_response=True,
         security_settings=security,
         max_request_body_size=max_body,
@@ -269,7 +271,7 @@ def create_app(
                 404,
                 f"no compiled tool list for provider {target!r} (compiled: {', '.join(TARGETS)})",
             )
-        listing = caller_context(http_context, request)
+        listing = caller_context(http_context, request, auth is not None)
         if listing.caller is None:
             return FileResponse(path, media_type="application/json")
         tools = json.loads(path.read_bytes())
@@ -305,7 +307,7 @@ def create_app(
             entry = providers.resolve(map_target, name)
             if entry is not None:
                 arguments, malformed = providers.to_tool_arguments(entry, arguments)
-        calling = caller_context(http_context, request)
+        calling = caller_context(http_context, request, auth is not None)
         async with limiter:
             served_here = name in discovery.NAMES and tool_id is None and denied is None
             if served_here and malformed is None:

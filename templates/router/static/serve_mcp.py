@@ -140,9 +140,11 @@ def mcp_server(
     max_calls: int = MAX_CALLS,
     limiter: anyio.CapacityLimiter | None = None,
     context: InvocationContext | None = None,
+    require_caller: bool = False,
 ) -> Server[Any]:
     """A low-level MCP server whose tools are the catalog's and whose calls go through `router`, at most
-    `max_calls` at once (or as many as `limiter`, when it is shared with other ways in)."""
+    `max_calls` at once (or as many as `limiter`, when it is shared with other ways in). `require_caller`
+    (OAuth is on): each request lists and calls what its caller is granted, and a request without one nothing."""
     served = catalog or ServedCatalog()
     limiter = limiter or anyio.CapacityLimiter(max_calls)
     base = context or router.default_context
@@ -151,7 +153,9 @@ def mcp_server(
     def caller_context(ctx: Any) -> InvocationContext:
         """`call_context` with the OAuth caller of the HTTP request (`serve_auth`); stdio has none."""
         request = getattr(ctx, "request", None)
-        caller = request_caller(getattr(request, "state", None))
+        caller = request_caller(
+            getattr(request, "state", None), required=require_caller
+        )
         return (
             call_context
             if caller is None
