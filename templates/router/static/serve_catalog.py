@@ -54,6 +54,8 @@ _LITERALS = ("const", "default", "enum", "examples")
 _STUB_SIZE = 120
 _SENSITIVE = frozenset({"oneOf", "not", "if", "contains"})
 _UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+GRANTED_KEPT = 256
+"""Sets of granted globs whose tool lists are kept (one per distinct combination of scopes and claims)."""
 SCHEMA_BUDGET = 16_000
 """Bytes of JSON one served schema may take with the definitions it carries (`with_defs`)."""
 
@@ -327,6 +329,7 @@ class ServedCatalog:
         self._sizes: dict[str, dict[str, int]] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
         self._listed: dict[str, types.Tool] = {}
+        self._granted: dict[tuple[str, ...], list[str]] = {}
         self._outputs: dict[str, dict[str, Any] | None] = {}
         self._positions: dict[str, dict[str, Positions]] = {}
         self._output_validators: dict[str, Validator | None] = {}
@@ -415,11 +418,7 @@ class ServedCatalog:
     def _granted_page(
         self, number: int, cursor: str | None, context: InvocationContext
     ) -> types.ListToolsResult:
-        names = [
-            name
-            for name in self.names()
-            if may_use(context, self.tool_id(name) or name)
-        ]
+        names = self._granted_names(context)
         start = number * self.page_size
         if number > 0 and start >= len(names):
             raise UnknownCursor(cursor or "")
@@ -428,6 +427,19 @@ class ServedCatalog:
         with self._lock:
             tools = [self._listed_tool(name) for name in chunk]
         return types.ListToolsResult(tools=tools, next_cursor=following)
+
+    def _granted_names(self, context: InvocationContext) -> list[str]:
+        """The served names the caller may use, in listing order; kept per set of granted globs (what
+        `may_use` decides by): a caller's next page, and the next caller with the same scopes, cost nothing."""
+        assert context.caller is not None
+        key = context.caller.tools
+        found = self._granted.get(key)
+        if found is None:
+            found = [n for n in self.names() if may_use(context, self.tool_id(n) or n)]
+            if len(self._granted) >= GRANTED_KEPT:
+                self._granted.clear()  # bounded: tokens decide the keys
+            self._granted[key] = found
+        return found
 
     def _listed_tool(self, name: str) -> types.Tool:
         """One listed tool, built once (callers' pages differ, the tools on them do not)."""
