@@ -131,7 +131,7 @@ class OAuthResourceServer:
             await self.app(scope, receive, send)
             return
         if scope["path"] in self._paths:
-            allowed = scope["method"] in ("GET", "HEAD")
+            allowed = scope["method"] == "GET"
             await _send(
                 send, 200 if allowed else 405, self._metadata if allowed else {}
             )

@@ -40,7 +40,7 @@ from referencing import Registry
 
 from ._tables import NAME_MAPS, TARGETS, TOOLS
 from ._types import InvocationContext
-from .callers import may_use
+from .callers import granted_provider_tools, may_use
 from .validate import SCHEMAS_FILE, index_schemas
 
 SERVE_FILE = Path(__file__).with_name("_serve.json")
@@ -330,6 +330,7 @@ class ServedCatalog:
         self._pages: dict[int, types.ListToolsResult] = {}
         self._listed: dict[str, types.Tool] = {}
         self._granted: dict[tuple[str, ...], list[str]] = {}
+        self._granted_files: dict[tuple[str, tuple[str, ...]], bytes] = {}
         self._outputs: dict[str, dict[str, Any] | None] = {}
         self._positions: dict[str, dict[str, Positions]] = {}
         self._output_validators: dict[str, Validator | None] = {}
@@ -384,6 +385,23 @@ class ServedCatalog:
             return None
         path = self.schemas_dir / f"{target}.json"
         return path if path.is_file() else None
+
+    def granted_provider_file(
+        self, path: Path, target: str, context: InvocationContext, keep: frozenset[str]
+    ) -> bytes:
+        """`path` (the target's provider file) cut to the tools the caller of `context` may use, as JSON bytes;
+        kept per target and set of granted globs, as `tools/list`'s names are."""
+        assert context.caller is not None
+        key = (target, context.caller.tools)
+        found = self._granted_files.get(key)
+        if found is None:
+            tools = json.loads(path.read_bytes())
+            granted = granted_provider_tools(target, tools, context, keep)
+            found = json.dumps(granted, ensure_ascii=True).encode("ascii")
+            if len(self._granted_files) >= GRANTED_KEPT:
+                self._granted_files.clear()
+            self._granted_files[key] = found
+        return found
 
     # tools/list ----------------------------------------------------------------------------------------------
 

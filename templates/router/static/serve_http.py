@@ -274,11 +274,8 @@ def create_app(
         listing = caller_context(http_context, request, auth is not None)
         if listing.caller is None:
             return FileResponse(path, media_type="application/json")
-        tools = json.loads(path.read_bytes())
-        granted = callers.granted_provider_tools(
-            target, tools, listing, discovery.NAMES
-        )
-        return AsciiJSONResponse(granted)
+        granted = served.granted_provider_file(path, target, listing, discovery.NAMES)
+        return Response(granted, media_type="application/json")
 
     async def call_tool(request: Request) -> Response:
         refused = await guard.validate_request(request, is_post=True)
