@@ -334,9 +334,8 @@ def create_app(
                 router.audit.close()
 
     middleware = [Middleware(BearerAuth, token=token)] if token is not None else []
-    if (
-        auth is not None
-    ):  # the keys are read now: a JWKS file that is not there stops the start
+    if auth is not None:
+        # The keys are read now: a JWKS file that is not there stops the start.
         verifier = verifier or AccessTokenVerifier(auth)
         middleware.append(Middleware(OAuthResourceServer, spec=auth, verifier=verifier))
     middleware.append(Middleware(RequestBodyLimitMiddleware, max_body_size=max_body))
