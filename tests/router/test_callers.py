@@ -141,6 +141,36 @@ async def test_a_jwks_url_is_cached_and_fetched_again_for_a_rotated_key(rt: Any,
     assert len(fetched) == 2  # ... but not again within REFETCH_S: a flood of made-up kids cannot hammer the issuer
 
 
+async def test_keys_fetched_before_serve_on_while_the_issuer_is_down(rt: Any, keys: Keys) -> None:
+    import dataclasses
+
+    import httpx2
+    from toolc_router import access_tokens
+    from toolc_router._tables import GATEWAY_AUTH
+    from toolc_router.access_tokens import AccessTokenVerifier, KeySet, KeysUnavailable
+
+    answers: list[Any] = [json.dumps(keys.jwks()).encode(), httpx2.ConnectError("down"), httpx2.ConnectError("down")]
+    fetched: list[str] = []
+
+    async def fetch(url: str) -> bytes:
+        fetched.append(url)
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+    spec = dataclasses.replace(GATEWAY_AUTH, jwks="https://issuer.example/jwks.json", jwks_kind="url")
+    check = AccessTokenVerifier(spec, KeySet(spec, fetch))
+    await check.caller(token(keys))
+    check.keys._fetched_at -= access_tokens.JWKS_TTL_S + 1  # the set is due to be fetched again
+    assert (await check.caller(token(keys))).subject == "alice"  # the fetch failed: the old keys served
+    assert (await check.caller(token(keys))).subject == "alice"  # and the next try waits REFETCH_S
+    assert len(fetched) == 2
+    cold = AccessTokenVerifier(spec, KeySet(spec, fetch))
+    with pytest.raises(KeysUnavailable, match="ConnectError"):  # no keys yet: 503, not a refused token
+        await cold.caller(token(keys))
+
+
 async def test_a_jwks_file_is_read_when_the_server_starts(rt: Any, keys: Keys, tmp_path: Path) -> None:
     from toolc_router.access_tokens import KeysUnavailable
 

@@ -8,7 +8,7 @@ PyJWT does the cryptography; this module decides what is accepted:
     key         the issuer's JWKS entry named by the token's `kid` (or its only key); symmetric (`oct`) keys and
                 keys marked for encryption are never used. A JWKS URL is fetched with a deadline and a size cap,
                 kept `JWKS_TTL_S`, and fetched again for an unknown `kid` (key rotation) at most every
-                `REFETCH_S`
+                `REFETCH_S`; when the issuer cannot be reached, the keys fetched before serve on
     claims      `iss` is the issuer, `aud` names this resource (RFC 8707), `exp` is required and not past, `nbf`
                 and `iat` not in the future, each within `leeway_s`; `sub` is required
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -32,6 +33,7 @@ from jwt import PyJWK
 from ._types import Caller, CallerAuthSpec
 from .callers import caller_from_claims
 
+logger = logging.getLogger(__name__)
 JWKS_TTL_S = 300.0
 REFETCH_S = 30.0
 MAX_JWKS_BYTES = 256 * 1024
@@ -133,14 +135,31 @@ class KeySet:
         async with self._lock:
             age = time.monotonic() - self._fetched_at
             if self._keys is None or age > JWKS_TTL_S or (stale and age > REFETCH_S):
-                try:
-                    body = await self._fetch(self._spec.jwks)
-                except httpx2.HTTPError as exc:
-                    raise KeysUnavailable(
-                        f"cannot fetch {self._spec.jwks}: {type(exc).__name__}"
-                    ) from None
-                self._keys, self._fetched_at = parse_jwks(body), time.monotonic()
+                await self._refresh()
+            assert self._keys is not None  # else `_refresh` raised
             return self._keys
+
+    async def _refresh(self) -> None:
+        """Fetch the set again. When that fails, keys fetched before serve on (an issuer's outage must not lock
+        every caller out) and the fetch is tried again after `REFETCH_S`; with none, KeysUnavailable."""
+        try:
+            keys = parse_jwks(await self._fetch(self._spec.jwks))
+        except (httpx2.HTTPError, KeysUnavailable) as exc:
+            if self._keys is None:
+                why = (
+                    str(exc) if isinstance(exc, KeysUnavailable) else type(exc).__name__
+                )
+                raise KeysUnavailable(
+                    f"cannot fetch {self._spec.jwks}: {why}"
+                ) from None
+            logger.warning(
+                "cannot fetch %s (%s); the keys fetched before serve on",
+                self._spec.jwks,
+                exc,
+            )
+            self._fetched_at = time.monotonic() - JWKS_TTL_S + REFETCH_S
+            return
+        self._keys, self._fetched_at = keys, time.monotonic()
 
 
 def _bound_key(jwk: Mapping[str, Any], alg: str) -> PyJWK:
