@@ -339,3 +339,14 @@ async def test_mcp_over_oauth_without_a_caller_serves_nothing(rt: Any, generated
     async with Client(mcp_server(router, catalog)) as open_:
         assert len((await open_.list_tools()).tools) == 4
     await router.aclose()
+
+
+async def test_discovery_through_a_provider_entry_point_answers_for_the_caller(rt: Any) -> None:
+    router = probed(rt, rt.MemoryAuditSink())
+    search = {"type": "tool_use", "id": "toolu_1", "name": "toolc_search_tools",
+              "input": {"query": "echo note page", "limit": 10}}
+    everyone = await router.call_anthropic_tool_use(search, context=context(rt))
+    assert len(everyone.structured) == 4
+    granted = await router.call_anthropic_tool_use(search, context=context(rt, caller=caller(rt, "mcp:probe:echo")))
+    assert [tool["id"] for tool in granted.structured] == ["mcp:probe:echo"]
+    await router.aclose()

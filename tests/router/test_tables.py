@@ -71,12 +71,15 @@ def test_output_is_deterministic() -> None:
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
         "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py",
-        "access_tokens.py", "audit.py", "audit_pg.py", "callers.py", "discovery.py", "environment.py", ".env.example", "http_dispatch.py", "mcp_dispatch.py",
+        "access_tokens.py", "audit.py", "audit_pg.py", "callers.py", "discovery.py", "environment.py", ".env.example",
+        "guards.py", "http_dispatch.py", "mcp_dispatch.py",
         "policy.py", "providers.py", "ranking.py", "redact.py",
-        "router.py", "serve.py", "serve_auth.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
+        "router.py", "serve.py", "serve_auth.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py",
+        "_serve.json",
         "shapes.py",
         "stubs.py",
-        "telemetry.py", "validate.py", "wire.py", "requirements.txt", "requirements-postgres.txt", "py.typed"))
+        "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",
+        "requirements.txt", "requirements-postgres.txt", "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:
@@ -166,3 +169,20 @@ def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -
                     own[item.name] = item.default_factory()
             as_json = {name: list(value) if isinstance(value, tuple) else value for name, value in own.items()}
             assert as_json == defaults, spec.__name__
+
+
+@pytest.mark.parametrize(("risk", "baked", "value"), [("critical", "CRITICAL", 3), ("high", "HIGH", 2), ("low", "LOW", 0),
+                                                       (None, "None", None)])
+def test_the_admin_risk_is_baked_by_name(tmp_path: Path, risk: str | None, baked: str, value: int | None) -> None:
+    """`admin_min_risk=CRITICAL`, not `3`: the baked policy reads as the configuration says it."""
+    files = generate_router(make_build(servers=[TIME_SERVER], policy={"admin_min_risk": risk}))
+    source = files["toolc_router/_tables.py"].decode()
+    assert f"    admin_min_risk={baked},\n" in source
+    with load_router(write_router(make_build(servers=[TIME_SERVER], policy={"admin_min_risk": risk}), tmp_path)) as rt:
+        assert importlib.import_module("toolc_router._tables").POLICY.admin_min_risk == value
+        assert rt is not None
+
+
+def test_the_requirements_list_the_type_stubs_mypy_needs() -> None:
+    requirements = generate_router(make_build(servers=[TIME_SERVER]))["toolc_router/requirements.txt"].decode()
+    assert "types-jsonschema" in requirements.splitlines()

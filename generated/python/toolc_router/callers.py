@@ -4,7 +4,8 @@
 `caller_from_claims` turns a verified token's claims into a `Caller` holding the globs it was granted. Every way
 in applies the same rule through `may_use(context, tool_id)`: MCP `tools/list` and `tools/call`, `GET /tools`,
 `POST /tools/{name}/call`, discovery's search, describe and call, and code mode. A context without a caller
-(stdio, the static token, the Python API) may use every tool the policy allows.
+(stdio, the static token, the Python API) may use every tool the policy allows. `CallerGuard` is the router's
+`caller` guard, so a call is refused the same way wherever it comes from.
 
 A glob matches a tool's id, its own name or any other name the policy matches (`ToolSpec.aliases`: provider
 names, `{source}:{name}`), exactly as an `allow_tools` pattern does.
@@ -18,6 +19,7 @@ from typing import Any
 
 from ._tables import GATEWAY_AUTH, NAME_MAPS, TOOLS
 from ._types import Caller, CallerAuthSpec, InvocationContext, ToolSpec
+from .guards import Call, Denial
 
 GATE = "caller"
 """The gate name of a refusal: audited as a `policy_violation`, answered `denied by caller: ...`."""
@@ -100,14 +102,22 @@ def scopes_granting(
     )
 
 
-def refusal(tool: ToolSpec | None, context: InvocationContext) -> str | None:
-    """Why the caller may not call `tool`, or None (the `caller` guard, after the policy gates)."""
-    caller = context.caller
-    if caller is None or tool is None or _matches(caller.tools, tool):
-        return None
-    needed = scopes_granting(tool)
-    hint = f"; it needs scope {' or '.join(needed)}" if needed else ""
-    return f"{tool.id} is not granted to caller {caller.subject!r}{hint}"
+class CallerGuard:
+    """The router's `caller` guard (after `wire`): a tool not granted to the OAuth caller is refused, naming the
+    scopes that would grant it. A context without a caller passes."""
+
+    gate = GATE
+
+    async def check(self, call: Call) -> Denial | None:
+        caller = call.context.caller
+        if caller is None or _matches(caller.tools, call.tool):
+            return None
+        needed = scopes_granting(call.tool)
+        hint = f"; it needs scope {' or '.join(needed)}" if needed else ""
+        return Denial(
+            self.gate,
+            f"{call.tool.id} is not granted to caller {caller.subject!r}{hint}",
+        )
 
 
 def _provider_name(entry: Mapping[str, Any]) -> str | None:

@@ -308,7 +308,9 @@ def create_app(
         async with limiter:
             served_here = name in discovery.NAMES and tool_id is None and denied is None
             if served_here and malformed is None:
-                result = await discovery.serve(router, name, arguments, None, calling)
+                result = await router.execute(
+                    discovery.answer(name, arguments, None, calling), calling
+                )
             else:
                 result = await router.checked_call(
                     tool_id or name, arguments, calling, malformed, denied=denied

@@ -180,6 +180,17 @@ class InvocationContext:
     """The OAuth caller (`toolc serve` over HTTP with `gateway.auth`): None means every tool the policy allows."""
 
 
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """A model's tool call made ready for the router: the tool, its arguments in the tool's own form (or why they
+    are refused as given), and the provider's call id. `Router.execute` runs it."""
+
+    tool_id: str
+    arguments: Any
+    malformed: str | None = None
+    call_id: str | None = None
+
+
 @dataclass(slots=True)
 class ToolResult:
     """What every call returns. `structured`: MCP structuredContent or the HTTP JSON body."""
