@@ -5,7 +5,6 @@ beside OAuth, and `gateway.auth`'s diagnostics at compile time."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from compiler.codegen.router_callers import MISSING_JWKS, PRIVATE_JWKS, UNUSABLE
 from compiler.config import CallerAuthConfig, Config, GatewayConfig, config_from_data
 from compiler.diagnostics import CompilerError, Diagnostics
 from tests.support.oauth import Keys, sign
-from tests.support.pg_server import PgServer, postgres_server
+from tests.support.pg_server import PgServer, server_or_skip
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 ISSUER = "https://issuer.example"
@@ -238,17 +237,7 @@ async def test_spans_carry_the_caller(rt: Any, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
-    server_context = postgres_server()
-    try:
-        server = server_context.__enter__()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL audit tests: {exc}")
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server_context.__exit__(None, None, None)
+    yield from server_or_skip()
 
 
 async def test_postgres_rows_name_the_caller(rt: Any, pg: PgServer) -> None:
