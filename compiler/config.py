@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from compiler.diagnostics import CompilerError, Diagnostic, Severity
-from compiler.limits import Limits
-from compiler.loading import load_document
-from compiler.providers.registry import ALIASES, TARGETS
+from compiler.infra.detect import detect_kind
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.limits import Limits
+from compiler.infra.loading import load_document
+from compiler.infra.suggest import did_you_mean, nearest
 from compiler.server_shapes import ShapeError, normalize_server_shapes
-from compiler.sources.detect import detect_kind
-from compiler.suggest import did_you_mean, nearest
+from compiler.targets import ALIASES, TARGETS
 
 INVALID_CONFIG = "TC110"
 DUPLICATE_SOURCE = "TC106"
@@ -33,7 +33,7 @@ PROJECT_FILE_ERRORS = frozenset({INVALID_CONFIG, DUPLICATE_SOURCE, UNKNOWN_TARGE
 
 DEFAULT_CONFIG_NAME = "toolc.yaml"
 ALL_TARGETS = TARGETS
-"""Every compile target, in the registry's order (`compiler.providers.registry`)."""
+"""Every compile target, in the registry's order (`compiler.targets`)."""
 RISK_LABELS = ("low", "medium", "high", "critical")
 
 
@@ -152,7 +152,7 @@ class ProvidersConfig(_Strict):
 
 
 class ToolsetsConfig(_Strict):
-    """How tools are grouped into toolsets (`compiler.providers.toolsets`): each fits its provider's request limits
+    """How tools are grouped into toolsets (`compiler.fit.toolsets`): each fits its provider's request limits
     and is written as `schemas/toolsets/<name>.<target>.json`."""
 
     group_by: Literal["auto", "tag", "path", "server"] = "auto"
@@ -204,7 +204,7 @@ class AuditConfig(_Strict):
     """Where the generated router keeps its audit trail: SQLite per process (`policy.audit_db`) unless a DSN."""
 
     dsn: str | None = None
-    """A PostgreSQL DSN for the whole fleet, usually `${ENV}` (`codegen.router_audit`: a literal password is
+    """A PostgreSQL DSN for the whole fleet, usually `${ENV}` (`codegen.router.audit`: a literal password is
     refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
 
 
@@ -268,10 +268,79 @@ class CallerAuthConfig(_Strict):
         return value
 
 
+PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
+
+
+class RateLimitRule(_Strict):
+    """One token bucket: `calls` per `per`, at most `burst` at once (default `calls`), for the calls whose tool
+    (id or name), source and caller match the globs; one bucket per caller unless `per_caller: false`; shared by
+    every router process through the audit's PostgreSQL when `fleet: true`."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    calls: int = Field(gt=0)
+    per: Literal["second", "minute", "hour", "day"] = "minute"
+    burst: int | None = Field(default=None, gt=0)
+    per_caller: bool = True
+    fleet: bool = False
+
+
+class RateLimitsConfig(_Strict):
+    """`gateway.rate_limits`: every rule a call matches takes a token (`templates/router/static/rate_limits.py`)."""
+
+    rules: tuple[RateLimitRule, ...] = ()
+
+
+class BudgetRule(_Strict):
+    """Results of the calls whose tool (id or name), source and caller match the globs reach the model cut to
+    `bytes` (UTF-8) or `tokens` (o200k)."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    bytes: int | None = Field(default=None, ge=1024)
+    tokens: int | None = Field(default=None, ge=256)
+
+    @model_validator(mode="after")
+    def _one_unit(self) -> BudgetRule:
+        if (self.bytes is None) == (self.tokens is None):
+            raise ValueError("a result budget sets one of bytes or tokens")
+        return self
+
+
+class ResultBudgetConfig(_Strict):
+    """`gateway.result_budget`: the first rule matching a call sets its result's budget
+    (`templates/router/static/result_budget.py`)."""
+
+    rules: tuple[BudgetRule, ...] = ()
+
+
+class RetryRule(_Strict):
+    """How often, and how long, an idempotent HTTP call the API answers 429/503 with `Retry-After` is sent again,
+    for the calls whose tool (id or name), source and caller match the globs. A POST or PATCH never is."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_wait_s: float = Field(default=5.0, ge=0, le=300)
+
+
+class RetriesConfig(_Strict):
+    """`gateway.retries`: the first rule matching a call bounds its retries (none: 2 retries, 5 s)."""
+
+    rules: tuple[RetryRule, ...] = ()
+
+
 class GatewayConfig(_Strict):
-    """`gateway:`: what `toolc serve` does as a shared gateway, one sub-section per concern."""
+    """The router as a shared gateway: one sub-section per guard."""
 
     auth: CallerAuthConfig | None = None
+    """OAuth callers: `toolc serve` over HTTP as a resource server (`CallerAuthConfig`)."""
+    rate_limits: RateLimitsConfig = RateLimitsConfig()
+    result_budget: ResultBudgetConfig = ResultBudgetConfig()
+    retries: RetriesConfig = RetriesConfig()
 
 
 class Config(_Strict):
@@ -315,7 +384,7 @@ class Config(_Strict):
     audit: AuditConfig = AuditConfig()
     gateway: GatewayConfig = GatewayConfig()
     limits: Limits = Limits()
-    """Resource limits (`compiler.limits`): document size, nesting, aliases, numbers, names, memory."""
+    """Resource limits (`compiler.infra.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 

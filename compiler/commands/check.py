@@ -20,12 +20,12 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config
-from compiler.diagnostics import Diagnostics
 from compiler.drift.check import check_build, refresh_command
 from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
 from compiler.drift.rules import Level
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog
 
 _FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)

@@ -23,11 +23,11 @@ from typing import Any
 import orjson
 
 from compiler.build import Build, LockData, LockEntry, TargetOutput
-from compiler.diagnostics import CompilerError, Diagnostic, Severity
 from compiler.drift.codes import BAD_LOCK
 from compiler.drift.schemas import local_def_name
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.serialize import canonical_json, compact_json
 from compiler.ir import Catalog, Tool
-from compiler.serialize import canonical_json, compact_json
 
 LOCK_FILE = "toolc.lock"
 LOCK_FORMAT = 1

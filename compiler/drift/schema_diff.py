@@ -14,8 +14,8 @@ from typing import Any
 
 from compiler.drift.rules import Change
 from compiler.drift.schemas import RefsCache, SchemaView, local_def_name, refs_in
+from compiler.infra.serialize import compact_json
 from compiler.refs import escape_token
-from compiler.serialize import compact_json
 
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")

@@ -17,14 +17,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 import orjson
 
+from compiler.build import Layout, Span
+from compiler.infra.serialize import canonical_json, compact_json
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered
 from compiler.providers.registry import PROVIDERS
-from compiler.serialize import canonical_json, compact_json
 
 _ITEM = "\u0000toolc-definition\u0000"
 
@@ -55,24 +56,6 @@ def frame(target: str) -> Frame:
 def empty(target: str) -> bytes:
     """The array of no definitions (not a frame around nothing: `[]`, or no Tool at all for Gemini)."""
     return canonical_json(PROVIDERS[target].tools_array([]))
-
-
-class Span(NamedTuple):
-    offset: int
-    length: int
-    tokens: int
-    """The definition on its own, as toolc writes JSON (`canonical_json`): the per-tool figure."""
-    inner: int
-    """Its lines but the first and the last, as indented inside the array."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where each definition of one target's tools file sits (by tool id, in file order), and its tokens: a few
-    numbers per tool, sent back from the worker instead of the definitions."""
-
-    target: str
-    spans: dict[str, Span]
 
 
 def write_array(path: Path, target: str, ordered: Sequence[Lowered]) -> tuple[dict[str, str], Layout]:

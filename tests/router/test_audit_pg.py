@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.router import generate_router
+from compiler.codegen.router.router_package import generate_router
 from compiler.config import AuditConfig
 from tests.support.paths import ROOT
-from tests.support.pg_server import PASSWORD, PgServer, free_port, server_or_skip
+from tests.support.pg_server import PASSWORD, PgServer, free_port, postgres_or_skip
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 psycopg = pytest.importorskip("psycopg")
@@ -35,7 +35,7 @@ EVENTS = ("policy_decision", "tool_invocation_start", "tool_invocation_end")
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
-    yield from server_or_skip()
+    yield from postgres_or_skip("the PostgreSQL audit tests")
 
 
 @pytest.fixture(scope="module")

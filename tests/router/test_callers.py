@@ -17,11 +17,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from compiler.codegen.router_callers import MISSING_JWKS, PRIVATE_JWKS, UNUSABLE_JWKS, caller_auth
+from compiler.codegen.router.callers import MISSING_JWKS, PRIVATE_JWKS, UNUSABLE_JWKS, caller_auth
 from compiler.config import CallerAuthConfig, Config, GatewayConfig, config_from_data
-from compiler.diagnostics import CompilerError, Diagnostics
+from compiler.infra.diagnostics import CompilerError, Diagnostics
 from tests.support.oauth import Keys, sign
-from tests.support.pg_server import PgServer, server_or_skip
+from tests.support.pg_server import PgServer, postgres_or_skip
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 ISSUER = "https://issuer.example"
@@ -237,7 +237,7 @@ async def test_spans_carry_the_caller(rt: Any, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
-    yield from server_or_skip()
+    yield from postgres_or_skip("the PostgreSQL audit tests")
 
 
 async def test_postgres_rows_name_the_caller(rt: Any, pg: PgServer) -> None:

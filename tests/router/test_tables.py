@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.router import generate_router, router_context
+from compiler.codegen.router.router_package import generate_router, router_context
 from compiler.config import ServerConfig, config_from_data
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from tests.support.paths import ROOT
 from tests.support.router import TIME_SERVER, catalog_from, load_router, make_build, name_map, write_router
 
@@ -73,7 +73,7 @@ def test_output_is_deterministic() -> None:
         "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py",
         "access_tokens.py", "audit.py", "audit_pg.py", "callers.py", "discovery.py", "environment.py", ".env.example",
         "guards.py", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "ranking.py", "redact.py",
+        "policy.py", "providers.py", "ranking.py", "rate_limits.py", "redact.py", "result_budget.py", "scope.py",
         "router.py", "serve.py", "serve_auth.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py",
         "_serve.json",
         "shapes.py",
@@ -153,7 +153,7 @@ def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -
     """The compiler leaves a value out of `_tables.json` when it equals its field's default, and the router's loader
     takes the dataclass default for what is missing: the two default lists must agree field for field (a changed
     default in `templates/router/static/_types.py` would otherwise silently change what a tool does)."""
-    from compiler.codegen import router_tables
+    from compiler.codegen.router import tables as router_tables
 
     with load_router(ROOT / "generated" / "python"):
         types = importlib.import_module("toolc_router._types")

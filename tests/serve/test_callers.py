@@ -70,7 +70,8 @@ def write_project(folder: Path, issuer: str, resource: str) -> Path:
             "required_scopes": [BASE],
             "scopes": {READ: ["openapi:params:getPet", "listPets"], TIME: ["mcp:time:*"]},
             "claims": {"groups": {"clock-watchers": ["convert_time"]}},
-        }},
+        },
+            "rate_limits": {"rules": [{"tools": "openapi:params:listPets", "calls": 1, "per": "hour"}]}},
     }
     path = folder / "toolc.yaml"
     path.write_text(yaml.safe_dump(project, sort_keys=False))
@@ -346,3 +347,13 @@ def test_a_2026_07_28_request_lists_only_the_granted_tools(served: str, token: s
         "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
     assert listing.status_code == 200, listing.text
     assert sorted(tool["name"] for tool in listing.json()["result"]["tools"]) == ["getPet", "listPets"]
+
+
+def test_each_oauth_caller_has_its_own_rate_limit_bucket(served: str, keys: Keys, issuer: str,
+                                                         resource: str) -> None:
+    """`gateway.rate_limits` counts per caller: an OAuth caller is its token's subject (one call an hour each)."""
+    alice, bob = (sign(keys, sub=who, scope=f"{BASE} {READ}", aud=resource, iss=issuer) for who in ("alice", "bob"))
+    assert call(served, "listPets", {}, alice).status_code == 200
+    limited = call(served, "listPets", {}, alice)
+    assert limited.status_code == 429 and "caller 'alice'" in limited.json()["content"][0]["text"]
+    assert call(served, "listPets", {}, bob).status_code == 200

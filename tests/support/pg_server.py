@@ -136,14 +136,15 @@ def postgres_server() -> Iterator[PgServer]:
                        "(pip install pgserver, or apt-get install postgresql)"))
 
 
-def server_or_skip() -> Iterator[PgServer]:
-    """A module fixture's body: a running server, or the test skipped when none can start (failed under CI)."""
+def postgres_or_skip(what: str) -> Iterator[PgServer]:
+    """A module fixture's body: a running server, or the module skipped where none can start (failed on CI,
+    which must run `what`)."""
     server_context = postgres_server()
     try:
         server = server_context.__enter__()
     except RuntimeError as exc:
         if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL audit tests: {exc}")
+            pytest.fail(f"CI must run {what}: {exc}")
         pytest.skip(str(exc))
     try:
         yield server

@@ -18,12 +18,15 @@ from typing import Any, Final, TypeVar
 from ._types import (
     CRITICAL,
     AuthScheme,
+    BudgetSpec,
     CallerAuthSpec,
     HttpApiSpec,
     HttpArg,
     HttpSpec,
     NameEntry,
     PolicySpec,
+    RateLimitSpec,
+    RetrySpec,
     ServerSpec,
     ToolSpec,
 )
@@ -133,6 +136,14 @@ AUDIT_DSN: Final[str | None] = None
 GATEWAY_AUTH: Final[CallerAuthSpec | None] = None
 """`gateway.auth` from the project file: `toolc serve` over HTTP checks callers' OAuth access tokens (`serve_auth`)
 and serves each the tools its scopes and claims grant (`callers`); None: the static token, if any."""
+RATE_LIMITS: Final[tuple[RateLimitSpec, ...]] = ()
+"""`gateway.rate_limits`: token buckets every matching call takes from, in the project file's order."""
+
+RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]] = ()
+"""`gateway.result_budget`: the first rule matching a call cuts its result for the model."""
+
+RETRIES: Final[tuple[RetrySpec, ...]] = ()
+"""`gateway.retries`: the first rule matching a call bounds its retries (none matching: 2 retries, 5 s)."""
 
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(

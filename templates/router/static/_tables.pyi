@@ -8,10 +8,13 @@ from collections.abc import Mapping
 from typing import Final
 
 from ._types import (
+    BudgetSpec,
     CallerAuthSpec,
     HttpApiSpec,
     NameEntry,
     PolicySpec,
+    RateLimitSpec,
+    RetrySpec,
     ServerSpec,
     ToolSpec,
 )
@@ -22,6 +25,9 @@ PROJECT: Final[str]
 TARGETS: Final[tuple[str, ...]]
 AUDIT_DSN: Final[str | None]
 GATEWAY_AUTH: Final[CallerAuthSpec | None]
+RATE_LIMITS: Final[tuple[RateLimitSpec, ...]]
+RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]]
+RETRIES: Final[tuple[RetrySpec, ...]]
 SERVERS: Final[Mapping[str, ServerSpec]]
 HTTP_APIS: Final[Mapping[str, HttpApiSpec]]
 TOOLS: Final[Mapping[str, ToolSpec]]
