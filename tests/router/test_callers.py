@@ -81,6 +81,22 @@ async def test_a_valid_token_names_its_caller_and_the_tools_its_scopes_grant(rt:
     assert azp.client_id == "from-azp" and azp.scopes == {"x"} and azp.tools == ()
 
 
+async def test_a_verified_token_is_kept_until_it_expires(rt: Any, keys: Keys, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolc_router import access_tokens
+
+    decoded: list[str] = []
+    decode = access_tokens.jwt.decode
+    monkeypatch.setattr(access_tokens.jwt, "decode", lambda token, *a, **k: decoded.append(token) or decode(token, *a, **k))
+    check = verifier(rt, leeway_s=0)
+    kept = token(keys, expires_in=30)
+    assert (await check.caller(kept)).subject == (await check.caller(kept)).subject == "alice"
+    assert decoded == [kept]  # the signature checked once
+    now = time.time()
+    monkeypatch.setattr(access_tokens.time, "time", lambda: now + 31)  # past its exp: no longer kept
+    await check.caller(kept)  # (PyJWT's own clock has not moved: the token still verifies)
+    assert decoded == [kept, kept]  # checked again
+
+
 async def test_clock_skew_is_bounded_by_the_leeway(rt: Any, keys: Keys) -> None:
     check = verifier(rt, leeway_s=30)
     assert (await check.caller(token(keys, expires_in=-10))).subject == "alice"
@@ -127,8 +143,8 @@ async def test_a_jwks_url_is_cached_and_fetched_again_for_a_rotated_key(rt: Any,
 
     spec = dataclasses.replace(GATEWAY_AUTH, jwks="https://issuer.example/jwks.json", jwks_kind="url")
     check = AccessTokenVerifier(spec, KeySet(spec, fetch))
-    await check.caller(token(keys))
-    await check.caller(token(keys))
+    await check.caller(token(keys, jti="a"))
+    await check.caller(token(keys, jti="b"))  # another token: its signature checked with the kept keys
     assert len(fetched) == 1  # cached
     new_key = {**rotated.jwks()["keys"][0], "kid": "k-new"}
     published.append({"keys": [*keys.jwks()["keys"], new_key]})
@@ -160,14 +176,14 @@ async def test_keys_fetched_before_serve_on_while_the_issuer_is_down(rt: Any, ke
 
     spec = dataclasses.replace(GATEWAY_AUTH, jwks="https://issuer.example/jwks.json", jwks_kind="url")
     check = AccessTokenVerifier(spec, KeySet(spec, fetch))
-    await check.caller(token(keys))
+    await check.caller(token(keys, jti="1"))  # each its own token: a verified one is kept, its keys not asked for
     check.keys._fetched_at -= access_tokens.JWKS_TTL_S + 1  # the set is due to be fetched again
-    assert (await check.caller(token(keys))).subject == "alice"  # the fetch failed: the old keys served
-    assert (await check.caller(token(keys))).subject == "alice"  # and the next try waits REFETCH_S
+    assert (await check.caller(token(keys, jti="2"))).subject == "alice"  # the fetch failed: the old keys served
+    assert (await check.caller(token(keys, jti="3"))).subject == "alice"  # and the next try waits REFETCH_S
     assert len(fetched) == 2
     cold = AccessTokenVerifier(spec, KeySet(spec, fetch))
     with pytest.raises(KeysUnavailable, match="ConnectError"):  # no keys yet: 503, not a refused token
-        await cold.caller(token(keys))
+        await cold.caller(token(keys, jti="4"))
 
 
 async def test_a_jwks_file_is_read_when_the_server_starts(rt: Any, keys: Keys, tmp_path: Path) -> None:

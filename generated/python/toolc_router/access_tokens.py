@@ -12,8 +12,9 @@ PyJWT does the cryptography; this module decides what is accepted:
     claims      `iss` is the issuer, `aud` names this resource (RFC 8707), `exp` is required and not past, `nbf`
                 and `iat` not in the future, each within `leeway_s`; `sub` is required
 
-A refused token raises `TokenRefused` (401 `invalid_token`); keys that cannot be had raise `KeysUnavailable`
-(503: the caller's token may be fine).
+A token that verified is kept for the next request that brings it (until its `exp` or `KEPT_S`, the sooner):
+the signature is checked once per token, not per request. A refused token raises `TokenRefused` (401
+`invalid_token`); keys that cannot be had raise `KeysUnavailable` (503: the caller's token may be fine).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,8 @@ REFETCH_S = 30.0
 MAX_JWKS_BYTES = 256 * 1024
 MAX_TOKEN_BYTES = 8192
 FETCH_TIMEOUT_S = 5.0
+KEPT_TOKENS = 1024
+KEPT_S = 60.0
 _KEY_TYPES = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
 """The key type each algorithm family signs with (`EdDSA`: `Ed`)."""
 
@@ -174,15 +178,30 @@ def _bound_key(jwk: Mapping[str, Any], alg: str) -> PyJWK:
 
 
 class AccessTokenVerifier:
-    """Checks a bearer token against `gateway.auth` and returns the caller it names."""
+    """Checks a bearer token against `gateway.auth` and returns the caller it names. A token that verified is
+    kept (at most `KEPT_TOKENS`) until it expires or `KEPT_S` pass, whichever is first: a client sends the same
+    token with every request, and its signature need not be checked again each time."""
 
     def __init__(self, spec: CallerAuthSpec, keys: KeySet | None = None) -> None:
         self.spec = spec
         self.keys = keys or KeySet(spec)
+        self._verified: OrderedDict[str, tuple[Caller, float]] = OrderedDict()
 
     async def caller(self, token: str) -> Caller:
         if len(token) > MAX_TOKEN_BYTES:
             raise TokenRefused("the token is too long")
+        kept = self._verified.get(token)
+        if kept is not None and time.time() < kept[1]:
+            return kept[0]
+        self._verified.pop(token, None)
+        caller, expires = await self._verify(token)
+        self._verified[token] = (caller, min(expires, time.time() + KEPT_S))
+        if len(self._verified) > KEPT_TOKENS:
+            self._verified.popitem(last=False)  # the oldest first
+        return caller
+
+    async def _verify(self, token: str) -> tuple[Caller, float]:
+        """The caller and until when the token may be kept (its `exp` plus the leeway)."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -206,7 +225,9 @@ class AccessTokenVerifier:
             )
         except jwt.PyJWTError as exc:
             raise TokenRefused(_why(exc)) from None
-        return caller_from_claims(self.spec, claims)
+        return caller_from_claims(self.spec, claims), float(
+            claims["exp"]
+        ) + self.spec.leeway_s
 
 
 def _why(error: jwt.PyJWTError) -> str:
