@@ -12,6 +12,7 @@ import shlex
 import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
@@ -230,6 +231,66 @@ class AuditConfig(_Strict):
     refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
 
 
+SIGNING_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+"""Asymmetric JWS algorithms a caller's token may be signed with; `none` and the HMAC ones never (a resource
+server that accepts HS256 with a public key as the secret is the classic algorithm-confusion hole)."""
+
+
+def _is_http_url(value: str) -> bool:
+    """An absolute https URL, or http on a loopback host (a test's, or a proxy on the same machine)."""
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    return bool(parts.netloc) and (parts.scheme == "https" or (parts.scheme == "http" and loopback))
+
+
+class CallerAuthConfig(_Strict):
+    """`gateway.auth`: `toolc serve` over HTTP as an OAuth 2.1 resource server. A caller's JWT access token is
+    checked against the issuer's keys (signature, issuer, audience, expiry) and its scopes or claims say which
+    tools it may list and call (`codegen.router_callers` bakes it; `toolc_router.callers` applies it)."""
+
+    issuer: str
+    """The authorization server's issuer identifier: tokens must carry it as `iss`."""
+    resource: str
+    """This server's resource identifier (RFC 8707, RFC 9728 `resource`): tokens must name it in `aud`."""
+    jwks: str | dict[str, Any]
+    """The issuer's public keys: an https URL (fetched and cached at run time), a file relative to the project
+    folder (read when the server starts), or the JWKS itself."""
+    authorization_servers: tuple[str, ...] = ()
+    """Announced in the Protected Resource Metadata (default: the issuer)."""
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    leeway_s: int = Field(default=30, ge=0, le=300)
+    """Clock skew allowed on `exp`, `nbf` and `iat`, in seconds."""
+    required_scopes: tuple[str, ...] = ()
+    """Scopes every token needs on every route (else 403 insufficient_scope)."""
+    scopes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Scope → globs on tool ids and names the holder may list and call."""
+    claims: dict[str, dict[str, tuple[str, ...]]] = Field(default_factory=dict)
+    """Claim → value → tool globs: a token whose claim equals the value (or lists it) may use those tools."""
+
+    @field_validator("issuer", "resource")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not _is_http_url(value):
+            raise ValueError(f"{value!r} must be an https URL (http only on a loopback host)")
+        return value
+
+    @field_validator("authorization_servers")
+    @classmethod
+    def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for url in value:
+            cls._url(url)
+        return value
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        refused = [name for name in value if name not in SIGNING_ALGORITHMS]
+        if refused or not value:
+            raise ValueError(f"algorithms {refused or '[]'} refused: choose from {', '.join(SIGNING_ALGORITHMS)} "
+                             "(asymmetric only: never none or HS*)")
+        return value
+
+
 PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
 
 
@@ -298,6 +359,8 @@ class RetriesConfig(_Strict):
 class GatewayConfig(_Strict):
     """The router as a shared gateway: one sub-section per guard, each baked into the router's tables."""
 
+    auth: CallerAuthConfig | None = None
+    """OAuth callers: `toolc serve` over HTTP as a resource server (`CallerAuthConfig`)."""
     rate_limits: RateLimitsConfig = RateLimitsConfig()
     result_budget: ResultBudgetConfig = ResultBudgetConfig()
     retries: RetriesConfig = RetriesConfig()

@@ -7,7 +7,7 @@ database are).
     toolc serve [-c toolc.yaml | --out DIR] [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [--spec-hash H]
 
     TC680 error  the server refuses to start: a non-loopback --host without a bearer token in TOOLC_SERVE_TOKEN
-                 (or a token shorter than 16 characters)
+                 or OAuth callers (`gateway.auth`), a token shorter than 16 characters, or a token beside OAuth
     TC681 error  no served router in the output folder: run `toolc compile` (with codegen on) first
 """
 
@@ -87,7 +87,7 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
     serve, http = _import_package(python_dir)
     if transport == "http":
         try:
-            http.bearer_token(host, os.environ)
+            http.bearer_token(host, os.environ, getattr(http, "GATEWAY_AUTH", None))
         except http.ServeError as exc:
             raise CompilerError(Diagnostic.of(REFUSED, str(exc), source=f"--host {host}"),
                                 usage=True) from None

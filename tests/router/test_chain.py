@@ -12,7 +12,7 @@ import pytest
 from tests.router.test_gates import PROBE_ARGS, ctx, events
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
-CHAIN = ["policy", "validation", "wire", "pinning", "approval", "audit start", "dispatch", "postprocess", "redaction",
+CHAIN = ["policy", "validation", "wire", "caller", "pinning", "approval", "audit start", "dispatch", "postprocess",
          "audit end"]
 
 
@@ -51,8 +51,9 @@ def test_a_guard_is_listed_where_it_is_added(rt: Any, router: Any) -> None:
     router.add_guard(Recording(rt, "rate_limit"))
     router.add_guard(Recording(rt, "caller_scope"), before="wire")
     router.add_result_check(rt.guards.Postprocess())
-    assert router.chain() == ["policy", "validation", "caller_scope", "wire", "pinning", "approval", "rate_limit",
-                              "audit start", "dispatch", "postprocess", "postprocess", "redaction", "audit end"]
+    assert router.chain() == ["policy", "validation", "caller_scope", "wire", "caller", "pinning", "approval",
+                              "rate_limit", "audit start", "dispatch", "postprocess", "postprocess", "redaction",
+                              "audit end"]
     with pytest.raises(ValueError, match="no guard 'nope'"):
         router.add_guard(Recording(rt, "x"), before="nope")
 

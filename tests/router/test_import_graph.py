@@ -23,11 +23,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("rules", frozenset({"environment", "wire", "wire_styles", "wire_keys", "wire_bodies", "validate", "policy",
                          "audit", "telemetry", "scope", "result_budget"})),
     ("parts", frozenset({"http_dispatch", "mcp_dispatch", "audit_pg", "discovery", "providers", "guards",
-                         "rate_limits", "codemode_docs", "pinning", "approvals"})),
+                         "rate_limits", "codemode_docs", "pinning", "approvals", "callers", "access_tokens"})),
     ("router", frozenset({"router"})),
     ("code mode", frozenset({"codemode"})),
-    ("serving", frozenset({"serve_catalog", "serve_limits", "serve_approvals", "serve_mcp", "serve_http", "serve",
-                           "serve_codemode"})),
+    ("serving", frozenset({"serve_auth", "serve_catalog", "serve_limits", "serve_approvals", "serve_mcp", "serve_http",
+                           "serve", "serve_codemode"})),
     ("package", frozenset({PACKAGE, "stubs"})),
 )
 """Lowest first: a module may import from its own layer or one below, never from one above."""

@@ -159,8 +159,8 @@ async def test_a_fleet_dsn_naming_an_unset_variable_refuses_and_names_it(rt: Any
 def test_configured_limits_take_their_place_in_the_chain(rt: Any) -> None:
     budget = rt._types.BudgetSpec(limit=4096)
     assert router(rt, result_budgets=(budget,)).chain() == [
-        "policy", "validation", "wire", "pinning", "approval", "rate_limit", "audit start", "dispatch", "postprocess", "redaction",
-        "result budget", "audit end"]
+        "policy", "validation", "wire", "caller", "pinning", "approval", "rate_limit", "audit start", "dispatch",
+        "postprocess", "redaction", "result budget", "audit end"]
     assert router(rt, rate_limits=()).chain() == [
-        "policy", "validation", "wire", "pinning", "approval", "audit start", "dispatch", "postprocess", "redaction",
-        "audit end"]
+        "policy", "validation", "wire", "caller", "pinning", "approval", "audit start", "dispatch", "postprocess",
+        "redaction", "audit end"]

@@ -71,11 +71,12 @@ def test_output_is_deterministic() -> None:
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
         "__init__.py", "_catalog.json", "_codemode.json", "_env.py", "_pins.json", "_schemas.json", "_tables.json",
-        "_tables.py", "_types.py", "approvals.py", "audit.py", "audit_pg.py", "codemode.py", "codemode_docs.py",
-        "discovery.py", "environment.py", ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py",
-        "mcp_pins.py", "pinning.py", "policy.py", "providers.py", "ranking.py", "rate_limits.py", "redact.py",
-        "result_budget.py", "scope.py", "router.py", "serve.py", "serve_approvals.py", "serve_catalog.py",
-        "serve_codemode.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
+        "_tables.py", "_types.py", "access_tokens.py", "approvals.py", "audit.py", "audit_pg.py", "callers.py",
+        "codemode.py", "codemode_docs.py", "discovery.py", "environment.py", ".env.example", "guards.py",
+        "http_dispatch.py", "mcp_dispatch.py", "mcp_pins.py", "pinning.py", "policy.py", "providers.py", "ranking.py",
+        "rate_limits.py", "redact.py", "result_budget.py", "scope.py", "router.py", "serve.py", "serve_approvals.py",
+        "serve_auth.py", "serve_catalog.py", "serve_codemode.py", "serve_http.py", "serve_limits.py", "serve_mcp.py",
+        "_serve.json",
         "shapes.py",
         "stubs.py",
         "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",

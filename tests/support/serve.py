@@ -64,11 +64,11 @@ def serve_args(project: Path, *extra: str) -> list[str]:
 
 
 @contextmanager
-def serving_http(project: Path, environ: dict[str, str], *extra: str,
-                 log: IO[bytes] | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`toolc serve --transport http` on 127.0.0.1:<free port>; yields (base URL, process); stops it with SIGTERM.
-    Its stderr goes to `log` when given (the caller's to read and close)."""
-    port = free_port()
+def serving_http(project: Path, environ: dict[str, str], *extra: str, log: IO[bytes] | None = None,
+                 port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`toolc serve --transport http` on 127.0.0.1:<port, or a free one>; yields (base URL, process); stops it with
+    SIGTERM. Its stderr goes to `log` when given (the caller's to read and close)."""
+    port = port or free_port()
     own_log = log is None
     log = tempfile.TemporaryFile() if log is None else log  # noqa: SIM115 - closed in the finally below
     process = subprocess.Popen([sys.executable, *serve_args(project, "--transport", "http", "--port", str(port),

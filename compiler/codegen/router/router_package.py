@@ -1,11 +1,11 @@
 """The generated, policy-checked router: `generate_router(build)` → the files of the `toolc_router` package.
 
-Only `_tables.py` carries project data (project name, servers, HTTP APIs, policy, targets, audit DSN as Python
-literals, rendered from `templates/router/_tables.py.jinja`), with `_tables.json` beside it: the per-tool tables
-and provider name maps, read on first use (`router_tables.tables_file`). Every other module is
-the same for every project: real Python files under `templates/router/static/`, linted, formatted and
-type-checked in this repository and copied byte for byte (`STATIC`), plus `shapes.py`, the name-map rules the
-compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
+Only `_tables.py` carries project data (project name, servers, HTTP APIs, policy, targets, audit DSN, OAuth
+callers (`router.callers`) as Python literals, rendered from `templates/router/_tables.py.jinja`), with
+`_tables.json` beside it: the per-tool tables and provider name maps, read on first use
+(`router_tables.tables_file`). Every other module is the same for every project: real Python files under
+`templates/router/static/`, linted, formatted and type-checked in this repository and copied byte for byte
+(`STATIC`), plus `shapes.py`, the name-map rules the compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
 (`codegen.stubs.stub_packages`), one copy for every source package; `_schemas.json` holds the input schemas the router
 validates arguments against (`router_guard`); `_codemode.json` the functions code mode offers (`router.codemode`);
 `requirements.txt` lists what it needs at run time, `requirements-postgres.txt` adds the optional PostgreSQL audit
@@ -27,6 +27,7 @@ from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router.approvals import approvals_table
 from compiler.codegen.router.audit import audit_dsn
+from compiler.codegen.router.callers import caller_auth
 from compiler.codegen.router.codemode import codemode_file
 from compiler.codegen.router.env import env_example
 from compiler.codegen.router.gateway import budget_rows, rate_limit_rows, retry_rows
@@ -100,6 +101,7 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": dsn,
+        "gateway_auth": caller_auth(build.config, build.diagnostics),
         "rate_limits": rate_limit_rows(build.config.gateway.rate_limits),
         "result_budgets": budget_rows(build.config.gateway.result_budget),
         "retries": retry_rows(build.config.gateway.retries),

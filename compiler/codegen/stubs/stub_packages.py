@@ -80,7 +80,7 @@ RUNTIME_PACKAGES = frozenset({
     "typing_inspection", "annotated_types", "mcp", "mcp_types", "httpx", "httpx2", "httpcore", "httpcore2", "h11",
     "anyio", "sniffio", "idna", "certifi", "jsonschema", "jsonschema_specifications", "referencing", "rpds",
     "attrs", "attr", "starlette", "sse_starlette", "uvicorn", "multipart", "python_multipart", "jwt", "dotenv",
-    "opentelemetry", "yaml", "click", "truststore",
+    "opentelemetry", "yaml", "click", "truststore", "cryptography",
 })
 """Import names the generated router runs on (its dependencies and theirs): a source package of the same name
 next to `toolc_router/` would shadow it for every import."""

@@ -20,6 +20,7 @@ from ._types import (
     ApprovalSpec,
     AuthScheme,
     BudgetSpec,
+    CallerAuthSpec,
     HttpApiSpec,
     HttpArg,
     HttpSpec,
@@ -140,6 +141,9 @@ TARGETS: Final[tuple[str, ...]] = (
 AUDIT_DSN: Final[str | None] = None
 """`audit.dsn` from the project file, `${ENV}` references unexpanded (TOOLC_AUDIT_DSN overrides it)."""
 
+GATEWAY_AUTH: Final[CallerAuthSpec | None] = None
+"""`gateway.auth` from the project file: `toolc serve` over HTTP checks callers' OAuth access tokens (`serve_auth`)
+and serves each the tools its scopes and claims grant (`callers`); None: the static token, if any."""
 RATE_LIMITS: Final[tuple[RateLimitSpec, ...]] = ()
 """`gateway.rate_limits`: token buckets every matching call takes from, in the project file's order."""
 

@@ -139,6 +139,42 @@ class NameEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Grant:
+    """Tools a caller may list and call when its token's `claim` equals `value` or lists it (`scope`: a scope)."""
+
+    claim: str
+    value: str
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CallerAuthSpec:
+    """`gateway.auth` from the project file: how `serve_http` checks a caller's access token (`access_tokens`)
+    and what its scopes and claims grant (`callers`)."""
+
+    issuer: str
+    resource: str
+    jwks: str
+    jwks_kind: str
+    """`url` (fetched and cached), `file` (read at start, relative to the working folder) or `inline` (JSON)."""
+    authorization_servers: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    leeway_s: int
+    required_scopes: tuple[str, ...]
+    grants: tuple[Grant, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a verified access token says is calling, and the tool globs its scopes and claims grant."""
+
+    subject: str
+    client_id: str | None
+    scopes: frozenset[str]
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class InvocationContext:
     """Who calls, and under which guarantees (seed 000). The defaults are the most restrictive."""
 
@@ -151,6 +187,8 @@ class InvocationContext:
     policy_blacklist: tuple[str, ...] = ()
     actor: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    caller: Caller | None = None
+    """The OAuth caller (`toolc serve` over HTTP with `gateway.auth`): None means every tool the policy allows."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,10 @@ One span per call, following the OpenTelemetry GenAI semantic conventions for to
 when a provider gave one; `error.type` and an ERROR status when the call fails (`toolc.denied` when a gate or
 the audit refused it, `tool_error` when the tool did). toolc's own: `toolc.tool.id`, `toolc.tool.kind`,
 `toolc.risk`, `toolc.invocation.id`, `toolc.policy.decision` (allow/deny), `toolc.policy.gate` (the gate that
-denied). The model's arguments and the result (`gen_ai.tool.call.arguments` / `.result`, Opt-In in the
-conventions) are recorded only when `capture_content` is on (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
-or `Router(trace_content=True)`), redacted, never with preset values. Every text attribute is redacted.
+denied); for an OAuth caller (`gateway.auth`), `enduser.id` (the token's subject) and `toolc.caller.client_id`.
+The model's arguments and the result (`gen_ai.tool.call.arguments` / `.result`, Opt-In in the conventions) are
+recorded only when `capture_content` is on (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` or
+`Router(trace_content=True)`), redacted, never with preset values. Every text attribute is redacted.
 
 Only `opentelemetry-api` is used. With no SDK configured the tracer provider is the API's proxy or no-op one, and
 `tracer()` returns None: the router then skips tracing altogether (no span object, no attributes built).
@@ -24,7 +25,7 @@ from typing import Any, Final
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from ._types import RISK_LABELS, ToolResult, ToolSpec
+from ._types import RISK_LABELS, Caller, ToolResult, ToolSpec
 from .redact import redact, redact_data
 
 SCOPE: Final = "toolc_router"
@@ -57,6 +58,7 @@ def start(
     invocation_id: str,
     call_id: str | None,
     secrets: list[str],
+    caller: Caller | None = None,
 ) -> Span:
     name = redact(tool.name if tool is not None else tool_id, secrets, limit=200)
     attributes: dict[str, Any] = {
@@ -69,6 +71,12 @@ def start(
     if tool is not None:
         attributes["toolc.tool.kind"] = "http" if tool.http is not None else "mcp"
         attributes["toolc.risk"] = RISK_LABELS[tool.risk]
+    if caller is not None:
+        attributes["enduser.id"] = redact(caller.subject, secrets, limit=200)
+        if caller.client_id is not None:
+            attributes["toolc.caller.client_id"] = redact(
+                caller.client_id, secrets, limit=200
+            )
     if call_id:
         attributes["gen_ai.tool.call.id"] = redact(str(call_id), secrets, limit=200)
     return active.start_span(

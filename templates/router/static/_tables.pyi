@@ -10,6 +10,7 @@ from typing import Final
 from ._types import (
     ApprovalSpec,
     BudgetSpec,
+    CallerAuthSpec,
     HttpApiSpec,
     NameEntry,
     PolicySpec,
@@ -25,6 +26,7 @@ SECRET_ENV: Final[tuple[str, ...]]
 PROJECT: Final[str]
 TARGETS: Final[tuple[str, ...]]
 AUDIT_DSN: Final[str | None]
+GATEWAY_AUTH: Final[CallerAuthSpec | None]
 RATE_LIMITS: Final[tuple[RateLimitSpec, ...]]
 RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]]
 RETRIES: Final[tuple[RetrySpec, ...]]

@@ -36,7 +36,7 @@ from typing import Any
 
 import pydantic_monty as monty
 
-from . import providers
+from . import callers, providers
 from ._types import InvocationContext, ToolResult
 from .audit import INVOCATION_END, INVOCATION_START, POLICY_VIOLATION
 from .codemode_docs import (
@@ -80,8 +80,10 @@ class CodeLimits:
     """Characters of printed output plus the returned value; past it the result is cut with a marker."""
 
 
-def every_tool(tool_id: str, context: InvocationContext) -> bool:
-    return True
+def granted(tool_id: str, context: InvocationContext) -> bool:
+    """The default rule: the one every way in applies (`callers.may_use`: an OAuth caller's grants; a context
+    without a caller may use every tool the policy lets through)."""
+    return callers.may_use(context, tool_id)
 
 
 class LimitReached(Exception):
@@ -247,7 +249,7 @@ class CodeMode:
         router: Router,
         *,
         limits: CodeLimits | None = None,
-        may_use: MayUse = every_tool,
+        may_use: MayUse = granted,
         workers: int = 2,
     ) -> None:
         self.router = router

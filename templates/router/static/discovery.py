@@ -6,6 +6,8 @@ toolc; do not edit.
     toolc_describe_tool  {tool}              one tool's full description and input schema
     toolc_call_tool      {tool, arguments?}  the tool called by id, through the router's policy and validation
 
+An OAuth caller (`gateway.auth`) finds, describes and calls only the tools granted to it (`callers.may_use`).
+
 `arguments` may arrive as a JSON-encoded string (OpenAI strict sends free-form objects that way): it is decoded
 once its nesting is known to be within `validate.MAX_DEPTH` (`shapes.loads`), else the call is refused.
 """
@@ -17,7 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ._types import ParsedCall, ToolResult
+from ._types import InvocationContext, ParsedCall, ToolResult
+from .callers import may_use
 from .ranking import SearchEntry, SearchIndex
 from .shapes import TooDeep, loads
 from .validate import MAX_DEPTH
@@ -55,10 +58,15 @@ def _index() -> SearchIndex:
     return SearchIndex(entries)
 
 
-def search(query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
-    """The best `limit` tools for `query`, best first (`ranking`: BM25 over names, summaries, descriptions and
-    parameter names, the same ranking as `toolc list --search`)."""
+def search(
+    query: str, limit: int = DEFAULT_LIMIT, context: InvocationContext | None = None
+) -> list[dict[str, Any]]:
+    """The best `limit` tools for `query` that the caller of `context` may use, best first (`ranking`: BM25 over
+    names, summaries, descriptions and parameter names, the same ranking as `toolc list --search`)."""
     tools = catalog()
+    every = context is not None and context.caller is not None
+    ranked = _index().search(query, len(tools) if every else limit)
+    found = [tool_id for tool_id in ranked if may_use(context, tool_id)][:limit]
     return [
         {
             "id": tool_id,
@@ -66,13 +74,17 @@ def search(query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
             "summary": _summary(tools[tool_id]["description"]),
             "toolsets": tools[tool_id]["toolsets"],
         }
-        for tool_id in _index().search(query, limit)
+        for tool_id in found
     ]
 
 
-def describe(tool_id: str) -> dict[str, Any] | None:
+def describe(
+    tool_id: str, context: InvocationContext | None = None
+) -> dict[str, Any] | None:
+    """One tool's full description, or None for a tool unknown or not granted to the caller (one answer for
+    both: a caller learns nothing of tools it may not use)."""
     tool = catalog().get(tool_id)
-    if tool is None:
+    if tool is None or not may_use(context, tool_id):
         return None
     return {
         "id": tool_id,
@@ -106,10 +118,13 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
 
 
 def answer(
-    name: str, arguments: dict[str, Any], call_id: str | None
+    name: str,
+    arguments: dict[str, Any],
+    call_id: str | None,
+    context: InvocationContext | None = None,
 ) -> ToolResult | ParsedCall:
-    """Answer one meta-tool call (`name` in NAMES): search and describe here, `toolc_call_tool` as the call the
-    router is to make."""
+    """Answer one meta-tool call (`name` in NAMES): search and describe here (for the caller of `context`: only
+    the tools granted to it), `toolc_call_tool` as the call the router is to make."""
     if name == CALL:
         tool_arguments, problem = _arguments(arguments.get("arguments"))
         return ParsedCall(
@@ -121,10 +136,11 @@ def answer(
             search(
                 str(arguments.get("query") or ""),
                 limit if isinstance(limit, int) and limit > 0 else DEFAULT_LIMIT,
+                context,
             )
         )
     else:
-        found = describe(str(arguments.get("tool")))
+        found = describe(str(arguments.get("tool")), context)
         result = (
             _result(found)
             if found is not None

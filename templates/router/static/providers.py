@@ -23,7 +23,7 @@ from typing import Any
 
 from . import discovery
 from ._tables import NAME_MAPS, TOOLS
-from ._types import NameEntry, ParsedCall, ToolResult
+from ._types import InvocationContext, NameEntry, ParsedCall, ToolResult
 from .shapes import TooDeep, loads, rewrite
 from .validate import MAX_DEPTH, json_problem
 
@@ -129,13 +129,18 @@ def parse_gemini(function_call: Any) -> tuple[str, str, Any, str | None]:
 
 
 def route(
-    target: str, name: str, raw_arguments: Any, call_id: str | None
+    target: str,
+    name: str,
+    raw_arguments: Any,
+    call_id: str | None,
+    context: InvocationContext | None = None,
 ) -> ToolResult | ParsedCall:
-    """The call a provider's tool call asks for (`Router.execute` runs it), or a discovery meta-tool's answer."""
+    """The call a provider's tool call asks for (`Router.execute` runs it), or a discovery meta-tool's answer
+    (for the caller of `context`)."""
     arguments, malformed = decode(raw_arguments)
     entry = resolve(target, name)
     if entry is None and name in discovery.NAMES and malformed is None:
-        return discovery.answer(name, arguments, call_id)
+        return discovery.answer(name, arguments, call_id, context)
     if entry is not None and malformed is None:
         arguments, malformed = to_tool_arguments(entry, arguments)
     # Unknown names and malformed arguments still go to the router, so the refusal is audited like any other.

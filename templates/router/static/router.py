@@ -2,9 +2,10 @@
 
     call_tool(tool_id, arguments, context): the chain of `guards`, in the order `Router.chain()` lists
       └ guards: policy (six gates, then custom ones), validation (the input schema), wire (an HTTP tool's request:
-        a value the wire rules refuse, such as a dot segment or a line break in a header, is a violation),
-        pinning (a pinned MCP tool's live definition against the compiled one: `pinning`), approval (a person's
-        yes for a tool that needs one: `approvals`, whose answer is a row of its own)
+        a value the wire rules refuse, such as a dot segment or a line break in a header, is a violation), caller
+        (an OAuth caller's grants, `callers`), pinning (a pinned MCP tool's live definition against the compiled
+        one: `pinning`), approval (a person's yes for a tool that needs one: `approvals`, whose answer is a row of
+        its own)
       └ audit start: policy_decision + tool_invocation_start, committed together before anything is sent
         [policy_decision + policy_violation and return, on a guard's denial]
       └ dispatch: preset parameters merged, MCP via mcp.Client / HTTP via httpx2 (with its retries)
@@ -68,6 +69,7 @@ from .audit import (
     AuditSink,
 )
 from .audit_pg import configured_dsn, configured_sink
+from .callers import CallerGuard
 from .environment import expand_value
 from .guards import (
     Call,
@@ -172,6 +174,7 @@ class Router:
             PolicyGuard(lambda: self.policy),
             ValidationGuard(self.validator),
             WireGuard(self._request_for),
+            CallerGuard(),
             PinningGuard(self._pin_refusal),
             self.approvals,
         ]
@@ -285,7 +288,9 @@ class Router:
         tracer = telemetry.tracer()
         if tracer is None:  # no OpenTelemetry SDK configured: no span, no cost
             return await run()
-        span = telemetry.start(tracer, tool_id, tool, invocation_id, call_id, secrets)
+        span = telemetry.start(
+            tracer, tool_id, tool, invocation_id, call_id, secrets, context.caller
+        )
         with trace.use_span(
             span, end_on_exit=False
         ):  # spans of the MCP / HTTP clients nest under this one
@@ -488,21 +493,21 @@ class Router:
         self, tool_call: Any, *, context: InvocationContext | None = None
     ) -> ToolResult:
         return await self.execute(
-            providers.route(*providers.parse_openai(tool_call)), context
+            providers.route(*providers.parse_openai(tool_call), context), context
         )
 
     async def call_anthropic_tool_use(
         self, block: Any, *, context: InvocationContext | None = None
     ) -> ToolResult:
         return await self.execute(
-            providers.route(*providers.parse_anthropic(block)), context
+            providers.route(*providers.parse_anthropic(block), context), context
         )
 
     async def call_gemini_function_call(
         self, function_call: Any, *, context: InvocationContext | None = None
     ) -> ToolResult:
         return await self.execute(
-            providers.route(*providers.parse_gemini(function_call)), context
+            providers.route(*providers.parse_gemini(function_call), context), context
         )
 
     async def audit_event(
@@ -594,6 +599,12 @@ class Router:
         # The tool id may be a name a model made up: redacted, made inert (no control or bidi characters), then cut.
         shown = printable(redact(tool_id, secrets, limit=None))
         shown = shown if len(shown) <= MAX_TOOL_ID else shown[:MAX_TOOL_ID] + "…"
+        if context.caller is not None:  # who called, in every row of the call
+            caller = context.caller
+            payload = {
+                **payload,
+                "caller": {"subject": caller.subject, "client_id": caller.client_id},
+            }
         return AuditEvent(
             event_type,
             invocation_id,

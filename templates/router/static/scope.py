@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 from ._types import InvocationContext, ToolSpec
 
 ANONYMOUS = "anonymous"
-"""The caller of a call whose context names none (`InvocationContext.actor`)."""
+"""The caller of a call whose context names none (no OAuth caller, no `InvocationContext.actor`)."""
 
 
 class Scoped(Protocol):
@@ -26,6 +26,10 @@ _Rule = TypeVar("_Rule", bound=Scoped)
 
 
 def caller_of(context: InvocationContext) -> str:
+    """Who a rule's `caller` glob is matched against: the OAuth caller's subject (`gateway.auth`), else the
+    context's actor."""
+    if context.caller is not None:
+        return context.caller.subject
     return context.actor or ANONYMOUS
 
 

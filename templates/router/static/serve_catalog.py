@@ -39,6 +39,8 @@ from mcp import types
 from referencing import Registry
 
 from ._tables import NAME_MAPS, TARGETS, TOOLS
+from ._types import InvocationContext
+from .callers import granted_provider_tools, may_use
 from .validate import SCHEMAS_FILE, index_schemas
 
 SERVE_FILE = Path(__file__).with_name("_serve.json")
@@ -52,6 +54,8 @@ _LITERALS = ("const", "default", "enum", "examples")
 _STUB_SIZE = 120
 _SENSITIVE = frozenset({"oneOf", "not", "if", "contains"})
 _UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+GRANTED_KEPT = 256
+"""Sets of granted globs whose tool lists are kept (one per distinct combination of scopes and claims)."""
 SCHEMA_BUDGET = 16_000
 """Bytes of JSON one served schema may take with the definitions it carries (`with_defs`)."""
 
@@ -324,6 +328,9 @@ class ServedCatalog:
         self._defs: dict[str, Any] = {}
         self._sizes: dict[str, dict[str, int]] = {}
         self._pages: dict[int, types.ListToolsResult] = {}
+        self._listed: dict[str, types.Tool] = {}
+        self._granted: dict[tuple[str, ...], list[str]] = {}
+        self._granted_files: dict[tuple[str, tuple[str, ...]], bytes] = {}
         self._outputs: dict[str, dict[str, Any] | None] = {}
         self._positions: dict[str, dict[str, Positions]] = {}
         self._output_validators: dict[str, Validator | None] = {}
@@ -379,15 +386,37 @@ class ServedCatalog:
         path = self.schemas_dir / f"{target}.json"
         return path if path.is_file() else None
 
+    def granted_provider_file(
+        self, path: Path, target: str, context: InvocationContext, keep: frozenset[str]
+    ) -> bytes:
+        """`path` (the target's provider file) cut to the tools the caller of `context` may use, as JSON bytes;
+        kept per target and set of granted globs, as `tools/list`'s names are."""
+        assert context.caller is not None
+        key = (target, context.caller.tools)
+        found = self._granted_files.get(key)
+        if found is None:
+            tools = json.loads(path.read_bytes())
+            granted = granted_provider_tools(target, tools, context, keep)
+            found = json.dumps(granted, ensure_ascii=True).encode("ascii")
+            if len(self._granted_files) >= GRANTED_KEPT:
+                self._granted_files.clear()
+            self._granted_files[key] = found
+        return found
+
     # tools/list ----------------------------------------------------------------------------------------------
 
-    def page(self, cursor: str | None) -> types.ListToolsResult:
-        """One page of `tools/list`; the cursor is opaque to clients (an unknown one raises UnknownCursor)."""
+    def page(
+        self, cursor: str | None, context: InvocationContext | None = None
+    ) -> types.ListToolsResult:
+        """One page of `tools/list`; the cursor is opaque to clients (an unknown one raises UnknownCursor). An
+        OAuth caller in `context` pages through the tools granted to it only (`callers.may_use`)."""
         number = 0
         if cursor is not None:
             if not cursor.isdigit() or cursor != str(int(cursor)):
                 raise UnknownCursor(cursor)
             number = int(cursor)
+        if context is not None and context.caller is not None:
+            return self._granted_page(number, cursor, context)
         cached = self._pages.get(number)
         if cached is not None:
             return cached
@@ -403,6 +432,39 @@ class ServedCatalog:
             )
             self._pages[number] = result
             return result
+
+    def _granted_page(
+        self, number: int, cursor: str | None, context: InvocationContext
+    ) -> types.ListToolsResult:
+        names = self._granted_names(context)
+        start = number * self.page_size
+        if number > 0 and start >= len(names):
+            raise UnknownCursor(cursor or "")
+        chunk = names[start : start + self.page_size]
+        following = str(number + 1) if start + self.page_size < len(names) else None
+        with self._lock:
+            tools = [self._listed_tool(name) for name in chunk]
+        return types.ListToolsResult(tools=tools, next_cursor=following)
+
+    def _granted_names(self, context: InvocationContext) -> list[str]:
+        """The served names the caller may use, in listing order; kept per set of granted globs (what
+        `may_use` decides by): a caller's next page, and the next caller with the same scopes, cost nothing."""
+        assert context.caller is not None
+        key = context.caller.tools
+        found = self._granted.get(key)
+        if found is None:
+            found = [n for n in self.names() if may_use(context, self.tool_id(n) or n)]
+            if len(self._granted) >= GRANTED_KEPT:
+                self._granted.clear()  # bounded: tokens decide the keys
+            self._granted[key] = found
+        return found
+
+    def _listed_tool(self, name: str) -> types.Tool:
+        """One listed tool, built once (callers' pages differ, the tools on them do not)."""
+        found = self._listed.get(name)
+        if found is None:
+            found = self._listed[name] = self._tool(name)
+        return found
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         """The self-contained input schema served for an MCP name (the SDK asks on every call: kept once built)."""

@@ -23,8 +23,12 @@
 
 Safe by default:
 - a loopback host (127.0.0.0/8, ::1, localhost) is the default bind; on any other address the server refuses to
-  start unless `TOOLC_SERVE_TOKEN` holds a bearer token (at least 16 characters). When a token is set, every
-  request, on every route, must carry `Authorization: Bearer <token>` (compared with `hmac.compare_digest`);
+  start unless `TOOLC_SERVE_TOKEN` holds a bearer token (at least 16 characters) or the project file names OAuth
+  callers (`gateway.auth`: `serve_auth`). When a token is set, every request, on every route, must carry
+  `Authorization: Bearer <token>` (compared with `hmac.compare_digest`). With OAuth, every request carries the
+  caller's JWT access token, and each route lists and calls only the tools granted to it (`callers.may_use`);
+  a call of a tool not granted is 403 with `WWW-Authenticate: Bearer error="insufficient_scope"` and the
+  scopes that grant it;
 - on a loopback bind, `Host` and `Origin` must be loopback too (DNS rebinding), and a call must be
   `Content-Type: application/json`, which a web page cannot send cross-origin without a preflight;
 - request bodies are capped (`max_body`, 1 MiB by default: 413), at most `max_calls` tool calls run at once;
@@ -60,12 +64,14 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import discovery, providers
-from ._tables import TARGETS
-from ._types import InvocationContext, RouterError, ToolResult
+from . import callers, discovery, providers
+from ._tables import GATEWAY_AUTH, TARGETS, TOOLS
+from ._types import CallerAuthSpec, InvocationContext, RouterError, ToolResult
+from .access_tokens import AccessTokenVerifier, KeysUnavailable
 from .codemode_docs import NAMES as CODE_MODE_NAMES
 from .policy import PolicyDecision
 from .router import Router
+from .serve_auth import OAuthResourceServer, challenge, request_caller
 from .serve_catalog import AmbiguousName, ServedCatalog
 from .serve_codemode import ServedCodeMode
 from .serve_limits import (
@@ -108,10 +114,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def bearer_token(host: str, environ: Mapping[str, str]) -> str | None:
-    """The token every request must carry, or None on a loopback bind without one; ServeError when the server must
-    not start (a non-loopback bind without a token, or a token too short or not printable ASCII)."""
+def bearer_token(
+    host: str, environ: Mapping[str, str], auth: CallerAuthSpec | None = None
+) -> str | None:
+    """The token every request must carry, or None on a loopback bind without one or with OAuth callers (`auth`);
+    ServeError when the server must not start (a non-loopback bind without a token or OAuth, a token too short or
+    not printable ASCII, or a token beside OAuth: one way in)."""
     token = environ.get(TOKEN_ENV) or None
+    if auth is not None:
+        if token is not None:
+            raise ServeError(
+                f"{TOKEN_ENV} is set but the project file configures OAuth callers (gateway.auth): "
+                "unset it (callers bring their own access tokens)"
+            )
+        return None
     if token is None:
         if not is_loopback(host):
             raise ServeError(
@@ -185,14 +201,30 @@ def _error(status: int, message: str) -> JSONResponse:
     return AsciiJSONResponse({"error": message}, status_code=status)
 
 
-def _answer(result: ToolResult) -> JSONResponse:
+def _answer(result: ToolResult, auth: CallerAuthSpec | None = None) -> JSONResponse:
     body = call_result(result).model_dump(by_alias=True, exclude_none=True, mode="json")
     body.pop("resultType", None)
     body.pop("_meta", None)
     status = 200
     if result.denied_by is not None:
         status = _REFUSED_STATUS.get(result.denied_by, 403)
-    return AsciiJSONResponse(body, status_code=status)
+    response = AsciiJSONResponse(body, status_code=status)
+    tool = TOOLS.get(result.tool_id)
+    if auth is not None and result.denied_by == callers.GATE and tool is not None:
+        # RFC 6750: the scopes that would let the caller make this call.
+        needed = tuple(callers.scopes_granting(tool, auth))
+        response.headers["WWW-Authenticate"] = challenge(
+            auth, "insufficient_scope", "the tool is not granted to this caller", needed
+        )
+    return response
+
+
+def caller_context(
+    base: InvocationContext, request: Request, required: bool
+) -> InvocationContext:
+    """`base` with the OAuth caller the request carries (`serve_auth`); `required`: OAuth is on."""
+    caller = request_caller(request.state, required=required)
+    return base if caller is None else dataclasses.replace(base, caller=caller)
 
 
 def create_app(
@@ -206,9 +238,13 @@ def create_app(
     max_sessions: int = MAX_SESSIONS,
     context: InvocationContext | None = None,
     code: ServedCodeMode | None = None,
+    auth: CallerAuthSpec | None = GATEWAY_AUTH,
+    verifier: AccessTokenVerifier | None = None,
 ) -> Starlette:
     """The ASGI app. `host` is the address it will be bound to (loopback: Host/Origin checks); `token`, when given,
-    is required on every request. Use `serve_http` to run it with the startup checks."""
+    is required on every request; `auth` (the project's `gateway.auth`) makes it an OAuth resource server, its
+    tokens checked by `verifier` (default: against `auth`'s JWKS). Use `serve_http` to run it with the startup
+    checks."""
     served = catalog or ServedCatalog()
     security = loopback_security(host) if is_loopback(host) else None
     guard = TransportSecurityMiddleware(security)
@@ -219,7 +255,13 @@ def create_app(
     http_context = base if base.actor else dataclasses.replace(base, actor="http")
     quiet_disconnects()
     manager = BoundedSessionManager(
-        mcp_server(router, served, limiter=limiter, code=code),
+        mcp_server(
+            router,
+            served,
+            limiter=limiter,
+            code=code,
+            require_caller=auth is not None,
+        ),
         json_response=True,
         security_settings=security,
         max_request_body_size=max_body,
@@ -244,7 +286,11 @@ def create_app(
                 404,
                 f"no compiled tool list for provider {target!r} (compiled: {', '.join(TARGETS)})",
             )
-        return FileResponse(path, media_type="application/json")
+        listing = caller_context(http_context, request, auth is not None)
+        if listing.caller is None:
+            return FileResponse(path, media_type="application/json")
+        granted = served.granted_provider_file(path, target, listing, discovery.NAMES)
+        return Response(granted, media_type="application/json")
 
     async def call_tool(request: Request) -> Response:
         refused = await guard.validate_request(request, is_post=True)
@@ -276,6 +322,7 @@ def create_app(
         coded = code is not None and name in CODE_MODE_NAMES and tool_id is None
         if code is not None and not coded:
             denied = denied or code.refusal(name)
+        calling = caller_context(http_context, request, auth is not None)
         async with limiter:
             served_here = (
                 (name in discovery.NAMES or coded)
@@ -283,14 +330,14 @@ def create_app(
                 and denied is None
             )
             if coded and code is not None and malformed is None:
-                result = await code.call(name, arguments, http_context)
+                result = await code.call(name, arguments, calling)
             elif served_here and malformed is None:
                 result = await router.execute(
-                    discovery.answer(name, arguments, None), http_context
+                    discovery.answer(name, arguments, None, calling), calling
                 )
             else:
                 result = await router.checked_call(
-                    tool_id or name, arguments, http_context, malformed, denied=denied
+                    tool_id or name, arguments, calling, malformed, denied=denied
                 )
         # An unknown name is 404; a discovery meta-tool's refusal of the tool it calls is that tool's answer.
         if (
@@ -300,7 +347,7 @@ def create_app(
             and result.denied_by is not None
         ):
             result.denied_by = "unknown"
-        return _answer(result)
+        return _answer(result, auth)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -315,6 +362,10 @@ def create_app(
                 router.audit.close()
 
     middleware = [Middleware(BearerAuth, token=token)] if token is not None else []
+    if auth is not None:
+        # The keys are read now: a JWKS file that is not there stops the start.
+        verifier = verifier or AccessTokenVerifier(auth)
+        middleware.append(Middleware(OAuthResourceServer, spec=auth, verifier=verifier))
     middleware.append(Middleware(RequestBodyLimitMiddleware, max_body_size=max_body))
     return Starlette(
         routes=[
@@ -345,17 +396,20 @@ def uvicorn_server(
     code: ServedCodeMode | None = None,
 ) -> uvicorn.Server:
     """A configured uvicorn server for the app; raises ServeError before binding anything if it must not start."""
-    token = bearer_token(host, os.environ if environ is None else environ)
-    app = create_app(
-        router,
-        catalog=catalog,
-        host=host,
-        token=token,
-        max_body=max_body,
-        max_calls=max_calls,
-        max_sessions=max_sessions,
-        code=code,
-    )
+    token = bearer_token(host, os.environ if environ is None else environ, GATEWAY_AUTH)
+    try:
+        app = create_app(
+            router,
+            catalog=catalog,
+            host=host,
+            token=token,
+            max_body=max_body,
+            max_calls=max_calls,
+            max_sessions=max_sessions,
+            code=code,
+        )
+    except KeysUnavailable as exc:
+        raise ServeError(f"gateway.auth: {exc}") from None
     config = ServeConfig(
         app,
         head_timeout=head_timeout,

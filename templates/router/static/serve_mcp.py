@@ -47,6 +47,7 @@ from .approvals import AskLater, asking
 from .codemode_docs import NAMES as CODE_MODE_NAMES
 from .router import Router
 from .serve_approvals import ElicitingApprover
+from .serve_auth import request_caller
 from .serve_catalog import ServedCatalog, UnknownCursor
 from .serve_codemode import ServedCodeMode
 
@@ -145,14 +146,28 @@ def mcp_server(
     limiter: anyio.CapacityLimiter | None = None,
     context: InvocationContext | None = None,
     code: ServedCodeMode | None = None,
+    require_caller: bool = False,
 ) -> Server[Any]:
     """A low-level MCP server whose tools are the catalog's and whose calls go through `router`, at most
     `max_calls` at once (or as many as `limiter`, when it is shared with other ways in); with `code`, code
-    mode's two tools instead of the catalog's or first beside them (`serve_codemode`)."""
+    mode's two tools instead of the catalog's or first beside them (`serve_codemode`). `require_caller`
+    (OAuth is on): each request lists and calls what its caller is granted, and a request without one nothing."""
     served = catalog or ServedCatalog()
     limiter = limiter or anyio.CapacityLimiter(max_calls)
     base = context or router.default_context
     call_context = base if base.actor else dataclasses.replace(base, actor="mcp")
+
+    def caller_context(ctx: Any) -> InvocationContext:
+        """`call_context` with the OAuth caller of the HTTP request (`serve_auth`); stdio has none."""
+        request = getattr(ctx, "request", None)
+        caller = request_caller(
+            getattr(request, "state", None), required=require_caller
+        )
+        return (
+            call_context
+            if caller is None
+            else dataclasses.replace(call_context, caller=caller)
+        )
 
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -160,8 +175,10 @@ def mcp_server(
         cursor = params.cursor if params is not None else None
         try:
             if code is not None and (code.only or cursor is None):
-                return code.listed(None if code.only else served.page(None))
-            return served.page(cursor)
+                return code.listed(
+                    None if code.only else served.page(None, caller_context(ctx))
+                )
+            return served.page(cursor, caller_context(ctx))
         except UnknownCursor:
             raise MCPError(types.INVALID_PARAMS, "unknown cursor") from None
 
@@ -176,13 +193,13 @@ def mcp_server(
                 with asking(approver):  # a call that needs approval asks this client
                     if code is not None and params.name in CODE_MODE_NAMES:
                         result = await code.call(
-                            params.name, params.arguments or {}, call_context
+                            params.name, params.arguments or {}, caller_context(ctx)
                         )
                         return call_result(result)
                     result = await router.checked_call(
                         tool_id,
                         params.arguments or {},
-                        call_context,
+                        caller_context(ctx),
                         denied=code.refusal(params.name) if code is not None else None,
                     )
             except AskLater as later:
