@@ -13,7 +13,7 @@ from tests.router.test_gates import PROBE_ARGS, ctx, events
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 CHAIN = ["policy", "validation", "wire", "caller", "pinning", "approval", "audit start", "dispatch", "postprocess",
-         "audit end"]
+         "redaction", "audit end"]
 
 
 @pytest.fixture
