@@ -4,6 +4,7 @@ contained with its own message and an audit row, the router and the sandbox's po
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -87,6 +88,24 @@ async def test_the_caller_sees_and_calls_only_what_it_may_use(code: Any, api: tu
     hidden = await code.execute("import issues\nawait issues.issues_list_comments(owner='o', repo='r', issue_number=1)")
     assert "error[unresolved-attribute] Module `issues` has no member `issues_list_comments`" in hidden.error
     assert len(api[1]) == before
+
+
+async def test_an_oauth_caller_sees_and_calls_only_its_granted_tools(rt: Any, code: Any,
+                                                                      api: tuple[str, list[str]]) -> None:
+    """The default rule is the one of every other way in (`callers.may_use`): a caller whose token grants the
+    issue list alone finds and calls nothing else, and a context without a caller keeps every tool."""
+    caller = rt._types.Caller(subject="ann", client_id="agent", scopes=frozenset({"issues:read"}),
+                              tools=("openapi:issues:issues/list-for-repo",))
+    ann = dataclasses.replace(code.router.default_context, caller=caller)
+    assert code.docs("list comments of an issue", 5, ann).structured["functions"] == [LIST]
+    assert "issues.issues_list_comments" in code.docs("list comments of an issue", 5).structured["functions"]
+    before = len(api[1])
+    hidden = await code.execute("import issues\nawait issues.issues_list_comments(owner='o', repo='r', issue_number=1)",
+                                ann)
+    assert "Module `issues` has no member `issues_list_comments`" in hidden.error
+    assert len(api[1]) == before
+    listed = await code.execute("import issues\nlen(await issues.issues_list_for_repo(owner='octo', repo='demo'))", ann)
+    assert not listed.is_error, listed.error
 
 
 # Programs -----------------------------------------------------------------------------------------------------
