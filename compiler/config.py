@@ -13,7 +13,7 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import ErrorDetails
 
 from compiler.infra.detect import detect_kind
@@ -207,6 +207,16 @@ class AuditConfig(_Strict):
     refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
 
 
+class RouterConfig(_Strict):
+    """The generated router's optional parts: a part left out is not copied into `python/toolc_router/` and its
+    requirements are not listed (`codegen.router.parts`)."""
+
+    serve: bool = True
+    """The server `toolc serve` and `python -m toolc_router.serve` run (MCP over stdio or HTTP, `/tools`)."""
+    postgres: bool | None = None
+    """The PostgreSQL audit sink (`audit_pg`, requirements-postgres.txt); unset: included when `audit.dsn` is."""
+
+
 class Config(_Strict):
     root: Path = Path(".")
     name: str = "toolc project"
@@ -246,6 +256,17 @@ class Config(_Strict):
                 raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
         return value
     audit: AuditConfig = AuditConfig()
+    router: RouterConfig = RouterConfig()
+
+    @field_validator("router")
+    @classmethod
+    def _postgres_for_dsn(cls, value: RouterConfig, info: ValidationInfo) -> RouterConfig:
+        audit = info.data.get("audit")
+        if value.postgres is False and isinstance(audit, AuditConfig) and audit.dsn is not None:
+            raise ValueError("router.postgres is false but audit.dsn is set: the router could not write the audit "
+                             "it names; drop one of them")
+        return value
+
     limits: Limits = Limits()
     """Resource limits (`compiler.infra.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True

@@ -70,14 +70,14 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "audit.py",
-        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py",
+        "__init__.py", "_catalog.json", "_env.py", "_parts.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py",
+        "audit.py", "discovery.py", "environment.py", ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py",
         "policy.py", "providers.py", "ranking.py", "redact.py",
         "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",
         "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",
-        "requirements.txt", "requirements-postgres.txt", "py.typed"))
+        "requirements.txt", "py.typed"))  # no PostgreSQL part: the project file asks for none
 
 
 def test_literal_secrets_are_not_baked() -> None:

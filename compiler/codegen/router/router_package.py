@@ -8,9 +8,11 @@ type-checked in this repository and copied byte for byte (`STATIC`), plus `shape
 compiler runs too (`compiler.providers.shapes`). `stubs.py` is the runtime support of the typed stubs
 (`codegen.stubs.stub_packages`), one copy for every source package; `_schemas.json` holds the input schemas the router
 validates arguments against (`router_guard`); `requirements.txt` lists what it needs at run time,
-`requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). Generated code imports the
-`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used), never `compiler`. See
-`router_tables`, `router_names` and `router_guard` for what is baked and its diagnostics.
+`requirements-postgres.txt` adds the optional PostgreSQL audit driver (`router_audit`). The optional parts (the
+server, the PostgreSQL sink) are copied only when the project file's `router:` asks for them, and `_parts.py` is
+the one module that differs by which are (`codegen.router.parts`). Generated code imports the `mcp` SDK, httpx2,
+jsonschema and opentelemetry-api (psycopg only when a DSN is used), never `compiler`. See `router_tables`,
+`router_names` and `router_guard` for what is baked and its diagnostics.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from compiler.codegen.router.audit import audit_dsn
 from compiler.codegen.router.env import env_example
 from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
+from compiler.codegen.router.parts import PARTS_MODULE, included_parts, left_out_files, parts_module
 from compiler.codegen.router.serve import mcp_names, serve_file
 from compiler.codegen.router.tables import (
     api_rows,
@@ -91,7 +94,7 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": dsn,
-        "env_example": env_example(apis, servers, rows, policy, dsn),
+        "env_example": env_example(apis, servers, rows, policy, dsn, included_parts(build.config)),
         "targets": tuple(sorted(build.targets)),
         "tables_json": tables_file(rows, maps),
     }
@@ -106,8 +109,10 @@ def generate_router(build: Build) -> dict[str, bytes]:
         build.diagnostics.error(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
                                 source=f"templates/{TEMPLATE}")
         return {}
+    parts = included_parts(build.config)
     files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
+    files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
     files[f"{PACKAGE}/py.typed"] = b""
     example = context["env_example"]
     assert isinstance(example, bytes)
@@ -118,11 +123,13 @@ def generate_router(build: Build) -> dict[str, bytes]:
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed)
-    files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
-    maps = context["name_maps"]
-    assert isinstance(maps, NameMaps)
-    report_ambiguous_names(build, routed, maps)
-    return files
+    if "serve" in parts:
+        files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
+        maps = context["name_maps"]
+        assert isinstance(maps, NameMaps)
+        report_ambiguous_names(build, routed, maps)
+    left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
+    return {path: content for path, content in files.items() if path not in left_out}
 
 
 def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:

@@ -32,6 +32,7 @@ from opentelemetry import trace
 
 from . import providers, telemetry
 from ._env import check_environment
+from ._parts import configured_sink
 from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
 from ._types import (
     InvocationContext,
@@ -49,7 +50,6 @@ from .audit import (
     AuditEvent,
     AuditSink,
 )
-from .audit_pg import configured_sink
 from .environment import expand_value
 from .guards import (
     Call,

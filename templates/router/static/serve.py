@@ -25,7 +25,7 @@ from types import FrameType
 
 import anyio
 
-from ._types import MODES, InvocationContext
+from ._types import MODES, InvocationContext, RouterError
 from .router import Router
 from .serve_catalog import PAGE_SIZE, ServedCatalog
 from .serve_http import (
@@ -131,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         spec_frozen=options.spec_hash is not None,
         spec_hash=options.spec_hash,
     )
-    router = Router(default_context=context)
+    try:
+        router = Router(default_context=context)
+    except RouterError as exc:  # e.g. a TOOLC_AUDIT_DSN this package cannot write
+        print(f"toolc_router.serve: {exc}", file=sys.stderr)
+        return 2
     try:
         if options.transport == "stdio":
             anyio.run(lambda: run_stdio(router, catalog, max_calls=options.max_calls))
