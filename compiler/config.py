@@ -13,7 +13,15 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from compiler.infra.detect import detect_kind
@@ -207,6 +215,79 @@ class AuditConfig(_Strict):
     refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
 
 
+PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
+
+
+class RateLimitRule(_Strict):
+    """One token bucket: `calls` per `per`, at most `burst` at once (default `calls`), for the calls whose tool
+    (id or name), source and caller match the globs; one bucket per caller unless `per_caller: false`; shared by
+    every router process through the audit's PostgreSQL when `fleet: true`."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    calls: int = Field(gt=0)
+    per: Literal["second", "minute", "hour", "day"] = "minute"
+    burst: int | None = Field(default=None, gt=0)
+    per_caller: bool = True
+    fleet: bool = False
+
+
+class RateLimitsConfig(_Strict):
+    """`gateway.rate_limits`: every rule a call matches takes a token (`templates/router/static/rate_limits.py`)."""
+
+    rules: tuple[RateLimitRule, ...] = ()
+
+
+class BudgetRule(_Strict):
+    """Results of the calls whose tool (id or name), source and caller match the globs reach the model cut to
+    `bytes` (UTF-8) or `tokens` (o200k)."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    bytes: int | None = Field(default=None, ge=1024)
+    tokens: int | None = Field(default=None, ge=256)
+
+    @model_validator(mode="after")
+    def _one_unit(self) -> BudgetRule:
+        if (self.bytes is None) == (self.tokens is None):
+            raise ValueError("a result budget sets one of bytes or tokens")
+        return self
+
+
+class ResultBudgetConfig(_Strict):
+    """`gateway.result_budget`: the first rule matching a call sets its result's budget
+    (`templates/router/static/result_budget.py`)."""
+
+    rules: tuple[BudgetRule, ...] = ()
+
+
+class RetryRule(_Strict):
+    """How often, and how long, an idempotent HTTP call the API answers 429/503 with `Retry-After` is sent again,
+    for the calls whose tool (id or name), source and caller match the globs. A POST or PATCH never is."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_wait_s: float = Field(default=5.0, ge=0, le=300)
+
+
+class RetriesConfig(_Strict):
+    """`gateway.retries`: the first rule matching a call bounds its retries (none: 2 retries, 5 s)."""
+
+    rules: tuple[RetryRule, ...] = ()
+
+
+class GatewayConfig(_Strict):
+    """The router as a shared gateway: one sub-section per guard."""
+
+    rate_limits: RateLimitsConfig = RateLimitsConfig()
+    result_budget: ResultBudgetConfig = ResultBudgetConfig()
+    retries: RetriesConfig = RetriesConfig()
+
+
 class RouterConfig(_Strict):
     """The generated router's optional parts: a part left out is not copied into `python/toolc_router/` and its
     requirements are not listed (`codegen.router.parts`)."""
@@ -214,7 +295,8 @@ class RouterConfig(_Strict):
     serve: bool = True
     """The server `toolc serve` and `python -m toolc_router.serve` run (MCP over stdio or HTTP, `/tools`)."""
     postgres: bool | None = None
-    """The PostgreSQL audit sink (`audit_pg`, requirements-postgres.txt); unset: included when `audit.dsn` is."""
+    """The PostgreSQL audit sink (`audit_pg`, requirements-postgres.txt); unset: included when `audit.dsn` or a
+    `fleet: true` rate limit needs it."""
 
 
 class Config(_Strict):
@@ -256,15 +338,15 @@ class Config(_Strict):
                 raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
         return value
     audit: AuditConfig = AuditConfig()
+    gateway: GatewayConfig = GatewayConfig()
     router: RouterConfig = RouterConfig()
 
     @field_validator("router")
     @classmethod
-    def _postgres_for_dsn(cls, value: RouterConfig, info: ValidationInfo) -> RouterConfig:
-        audit = info.data.get("audit")
-        if value.postgres is False and isinstance(audit, AuditConfig) and audit.dsn is not None:
-            raise ValueError("router.postgres is false but audit.dsn is set: the router could not write the audit "
-                             "it names; drop one of them")
+    def _postgres_where_needed(cls, value: RouterConfig, info: ValidationInfo) -> RouterConfig:
+        needs = _needs_postgres(info.data.get("audit"), info.data.get("gateway"))
+        if value.postgres is False and needs:
+            raise ValueError(f"router.postgres is false but {' and '.join(needs)} needs PostgreSQL: drop one of them")
         return value
 
     limits: Limits = Limits()
@@ -278,6 +360,19 @@ class Config(_Strict):
 
     def path(self, relative: str) -> Path:
         return (self.root / relative).resolve()
+
+
+def _needs_postgres(audit: Any, gateway: Any) -> list[str]:
+    """The settings of the file that need the router's PostgreSQL part (the fleet's DSN and its driver)."""
+    needs = ["audit.dsn"] if isinstance(audit, AuditConfig) and audit.dsn is not None else []
+    if isinstance(gateway, GatewayConfig) and any(rule.fleet for rule in gateway.rate_limits.rules):
+        needs.append("a `fleet: true` rate limit")
+    return needs
+
+
+def needs_postgres(config: Config) -> bool:
+    """Whether the project's settings need the PostgreSQL part (its default when `router.postgres` is unset)."""
+    return bool(_needs_postgres(config.audit, config.gateway))
 
 
 def _unknown_name(kind: str, name: str, known: list[str]) -> str:

@@ -60,6 +60,8 @@ def test_serve_is_on_and_postgres_follows_audit_dsn_by_default() -> None:
     assert included_parts(Config()) == {"serve"}
     assert included_parts(Config(audit=AuditConfig(dsn="${AUDIT_DSN}"))) == {"serve", "postgres"}
     assert included_parts(Config(router=RouterConfig(serve=False, postgres=True))) == {"postgres"}
+    fleet = {"rate_limits": {"rules": [{"calls": 100, "fleet": True}]}}
+    assert included_parts(config_from_data({"gateway": fleet}, root=ROOT, source="toolc.yaml")) == {"serve", "postgres"}
 
 
 def test_postgres_off_with_an_audit_dsn_is_a_project_file_error() -> None:
@@ -68,7 +70,11 @@ def test_postgres_off_with_an_audit_dsn_is_a_project_file_error() -> None:
                          source="toolc.yaml")
     [diagnostic] = caught.value.diagnostics
     assert (diagnostic.code, diagnostic.pointer) == ("TC110", "/router")
-    assert "router.postgres is false but audit.dsn is set" in diagnostic.message
+    assert "router.postgres is false but audit.dsn needs PostgreSQL" in diagnostic.message
+    with pytest.raises(CompilerError) as fleet:
+        config_from_data({"gateway": {"rate_limits": {"rules": [{"calls": 100, "fleet": True}]}},
+                          "router": {"postgres": False}}, root=ROOT, source="toolc.yaml")
+    assert "a `fleet: true` rate limit needs PostgreSQL" in fleet.value.diagnostics[0].message
     with pytest.raises(CompilerError) as typo:
         config_from_data({"router": {"postgre": True}}, root=ROOT, source="toolc.yaml")
     assert "did you mean 'postgres'?" in typo.value.diagnostics[0].message
@@ -78,7 +84,7 @@ def test_a_lean_package_holds_neither_part_nor_what_they_need(lean: Path) -> Non
     present = {path.name for path in lean.iterdir()}
     assert present & OPTIONAL == set()
     assert {"router.py", "audit.py", "_parts.py", "requirements.txt"} <= present
-    assert "from .audit import configured_sink" in (lean / "_parts.py").read_text()
+    assert "from .audit import configured_dsn, configured_sink" in (lean / "_parts.py").read_text()
     assert local_imports(lean) <= {path.stem for path in lean.glob("*.py")}  # nothing imports a missing module
     example = (lean / ".env.example").read_text()
     assert "TOOLC_AUDIT_DB" in example
@@ -88,7 +94,7 @@ def test_a_lean_package_holds_neither_part_nor_what_they_need(lean: Path) -> Non
 def test_the_default_project_holds_every_part() -> None:
     package = ROOT / "generated" / "python" / "toolc_router"
     assert {name for name in OPTIONAL} <= {path.name for path in package.iterdir()}
-    assert "from .audit_pg import configured_sink" in (package / "_parts.py").read_text()
+    assert "from .audit_pg import configured_dsn, configured_sink" in (package / "_parts.py").read_text()
 
 
 def test_only_parts_import_their_own_modules() -> None:

@@ -311,13 +311,24 @@ def _row(event: AuditEvent) -> tuple[Any, ...]:
     )
 
 
+def configured_dsn(environ: Mapping[str, str]) -> str | None:
+    """A package compiled without PostgreSQL has no fleet DSN (fleet rate limits need `router.postgres`); a
+    `TOOLC_AUDIT_DSN` it cannot use is refused, as by `configured_sink`."""
+    _refuse_fleet_dsn(environ)
+    return None
+
+
 def configured_sink(environ: Mapping[str, str], sqlite_path: str) -> AuditSink:
     """The default sink of a package compiled without PostgreSQL: SQLite at `sqlite_path`. A `TOOLC_AUDIT_DSN`
     asks for the fleet's trail, which this package cannot write: refused, never a silent SQLite file instead."""
+    _refuse_fleet_dsn(environ)
+    return SqliteAuditSink(sqlite_path)
+
+
+def _refuse_fleet_dsn(environ: Mapping[str, str]) -> None:
     if environ.get(DSN_ENV):
         raise RouterError(
             DSN_ENV
             + " is set, but this router was compiled without PostgreSQL: set `router: {postgres: true}` "
             "(or `audit.dsn`) in the project file and recompile, or unset it to audit to SQLite"
         )
-    return SqliteAuditSink(sqlite_path)
