@@ -60,8 +60,8 @@ def _timed(function: object) -> float:
 
 def login() -> str:
     with tempfile.TemporaryDirectory() as folder, postgres_server() as pg, \
-            load_router(write_router(make_build(probe_catalog()), Path(folder))) as rt:
-        sink = rt.PostgresAuditSink(pg.dsn("Wr0ng-password"), retry_for=10.0)
+            load_router(write_router(make_build(probe_catalog(), router={"postgres": True}), Path(folder))) as rt:
+        sink = rt.audit_pg.PostgresAuditSink(pg.dsn("Wr0ng-password"), retry_for=10.0)
         router = rt.Router(audit_sink=sink)
         router.set_server_factory("probe", probe_server)
         context = rt.InvocationContext(project_id="bench", spec_frozen=True, spec_hash="sha256:bench")

@@ -257,7 +257,7 @@ async def main(calls: int, many: int, guards_only: bool = False) -> None:
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(loopback_http(Answer))
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        rt = stack.enter_context(load_router(write_router(make_build(catalog(), openapi=[USERS]), folder / "gen")))
+        rt = stack.enter_context(load_router(write_router(make_build(catalog(), openapi=[USERS], router={"postgres": True}), folder / "gen")))
         try:
             pg = stack.enter_context(postgres_server())
             dsn: str | None = pg.dsn()
@@ -281,7 +281,7 @@ async def main(calls: int, many: int, guards_only: bool = False) -> None:
             "sqlite": lambda: rt.SqliteAuditSink(folder / f"audit-{next(databases)}.db"),
         }
         if dsn is not None:
-            sinks["postgres"] = lambda: rt.PostgresAuditSink(fresh_dsn())
+            sinks["postgres"] = lambda: rt.audit_pg.PostgresAuditSink(fresh_dsn())
         if dsn is not None:
             print(f"PostgreSQL commit floor (psycopg, one INSERT + COMMIT, no router), p50/p99 ms: "
                   f"{commit_floor(fresh_dsn(), calls)}")
@@ -311,8 +311,8 @@ async def main(calls: int, many: int, guards_only: bool = False) -> None:
         print(f"\n{many} concurrent calls (OpenTelemetry SDK on), wall time:")
         variants: dict[str, Callable[[], Any]] = {"sqlite": sinks["sqlite"]}
         if dsn is not None:
-            variants["postgres group commit"] = lambda: rt.PostgresAuditSink(fresh_dsn())
-            variants["postgres max_batch=1"] = lambda: rt.PostgresAuditSink(fresh_dsn(), max_batch=1)
+            variants["postgres group commit"] = lambda: rt.audit_pg.PostgresAuditSink(fresh_dsn())
+            variants["postgres max_batch=1"] = lambda: rt.audit_pg.PostgresAuditSink(fresh_dsn(), max_batch=1)
         for name, make in variants.items():
             elapsed, transactions = await concurrent(rt, make(), many)
             shared = f"  {transactions} transactions for {3 * (many + 1)} events" if transactions else ""

@@ -200,6 +200,7 @@ _CODES = (
     Code("TC671", ERROR, "not a postgres dsn"),
     Code("TC680", ERROR, "serve refused"),
     Code("TC681", ERROR, "nothing to serve"),
+    Code("TC682", ERROR, "the router was compiled without its server (`router.serve: false` in the project file)"),
     Code("TC690", WARNING, "odd tool name (outside the MCP charset: risk high)"),
     # TC7xx  drift, reports, request budgets
     Code("TC701", WARNING, "no lock"),

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from compiler.infra.detect import detect_kind
@@ -368,6 +376,17 @@ class GatewayConfig(_Strict):
     pinning: PinningConfig = PinningConfig()
 
 
+class RouterConfig(_Strict):
+    """The generated router's optional parts: a part left out is not copied into `python/toolc_router/` and its
+    requirements are not listed (`codegen.router.parts`)."""
+
+    serve: bool = True
+    """The server `toolc serve` and `python -m toolc_router.serve` run (MCP over stdio or HTTP, `/tools`)."""
+    postgres: bool | None = None
+    """The PostgreSQL audit sink (`audit_pg`, requirements-postgres.txt); unset: included when `audit.dsn` or a
+    `fleet: true` rate limit needs it."""
+
+
 class Config(_Strict):
     root: Path = Path(".")
     name: str = "toolc project"
@@ -408,6 +427,16 @@ class Config(_Strict):
         return value
     audit: AuditConfig = AuditConfig()
     gateway: GatewayConfig = GatewayConfig()
+    router: RouterConfig = RouterConfig()
+
+    @field_validator("router")
+    @classmethod
+    def _postgres_where_needed(cls, value: RouterConfig, info: ValidationInfo) -> RouterConfig:
+        needs = _needs_postgres(info.data.get("audit"), info.data.get("gateway"))
+        if value.postgres is False and needs:
+            raise ValueError(f"router.postgres is false but {' and '.join(needs)} needs PostgreSQL: drop one of them")
+        return value
+
     limits: Limits = Limits()
     """Resource limits (`compiler.infra.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True
@@ -419,6 +448,19 @@ class Config(_Strict):
 
     def path(self, relative: str) -> Path:
         return (self.root / relative).resolve()
+
+
+def _needs_postgres(audit: Any, gateway: Any) -> list[str]:
+    """The settings of the file that need the router's PostgreSQL part (the fleet's DSN and its driver)."""
+    needs = ["audit.dsn"] if isinstance(audit, AuditConfig) and audit.dsn is not None else []
+    if isinstance(gateway, GatewayConfig) and any(rule.fleet for rule in gateway.rate_limits.rules):
+        needs.append("a `fleet: true` rate limit")
+    return needs
+
+
+def needs_postgres(config: Config) -> bool:
+    """Whether the project's settings need the PostgreSQL part (its default when `router.postgres` is unset)."""
+    return bool(_needs_postgres(config.audit, config.gateway))
 
 
 def _unknown_name(kind: str, name: str, known: list[str]) -> str:

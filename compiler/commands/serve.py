@@ -9,6 +9,7 @@ database are).
     TC680 error  the server refuses to start: a non-loopback --host without a bearer token in TOOLC_SERVE_TOKEN
                  or OAuth callers (`gateway.auth`), a token shorter than 16 characters, or a token beside OAuth
     TC681 error  no served router in the output folder: run `toolc compile` (with codegen on) first
+    TC682 error  the router was compiled without its server (`router.serve: false` in the project file)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from compiler.infra.diagnostics import CompilerError, Diagnostic
 
 REFUSED = "TC680"
 NOT_COMPILED = "TC681"
+SERVE_LEFT_OUT = "TC682"
 PACKAGE = "toolc_router"
 
 
@@ -79,6 +81,10 @@ def serve_command(config_path: Path, transport: str, host: str, port: int, page_
     output_dir, root, compile_hint = _what_to_serve(config_path, out_dir)
     python_dir = (output_dir / "python").resolve()
     package = python_dir / PACKAGE
+    if (package / "router.py").is_file() and not (package / "serve.py").is_file():
+        raise CompilerError(Diagnostic.of(SERVE_LEFT_OUT, "this router was compiled without its server: "
+                                          "set `router: {serve: true}` in the project file and run "
+                                          f"`{compile_hint}`", source=str(package)))
     missing = [name for name in ("serve.py", "_serve.json", "_schemas.json") if not (package / name).is_file()]
     if missing:
         raise CompilerError(Diagnostic.of(NOT_COMPILED, f"no served router here ({', '.join(missing)} "

@@ -31,6 +31,8 @@ from tests.support.router import load_router, make_build, probe_catalog, probe_s
 psycopg = pytest.importorskip("psycopg")
 
 EVENTS = ("policy_decision", "tool_invocation_start", "tool_invocation_end")
+POSTGRES = {"postgres": True}
+"""The project file's `router: {postgres: true}`: the package holds `audit_pg`."""
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,7 @@ def pg() -> Iterator[PgServer]:
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_router(make_build(probe_catalog()), tmp_path_factory.mktemp("gen"))
+    return write_router(make_build(probe_catalog(), router=POSTGRES), tmp_path_factory.mktemp("gen"))
 
 
 @pytest.fixture
@@ -76,7 +78,7 @@ async def test_same_rows_as_sqlite_and_schema_created_on_first_use(rt: Any, data
         rt.AuditEvent("tool_invocation_end", "inv-1", "mcp:probe:echo", 1.7, None, None, None,
                       {"status": "success", "duration_ms": 0.5, "note": "ünïcode"}),
     ]
-    sink = rt.PostgresAuditSink(database)
+    sink = rt.audit_pg.PostgresAuditSink(database)
     lite = rt.SqliteAuditSink(tmp_path / "audit.db")
     sink.emit_many(events[:2])
     sink.emit(events[2])
@@ -105,7 +107,7 @@ async def test_an_older_table_is_migrated_in_place(rt: Any, database: str) -> No
                            "mode TEXT, created_at DOUBLE PRECISION NOT NULL, payload TEXT NOT NULL)")
         connection.execute("INSERT INTO task_audits (invocation_id, event_type, tool_id, created_at, payload) "
                            "VALUES ('old', 'policy_decision', 't', 1, '{\"allowed\": false}')")
-    sink = rt.PostgresAuditSink(database)
+    sink = rt.audit_pg.PostgresAuditSink(database)
     sink.emit(rt.AuditEvent("policy_decision", "new", "t", 2.0, payload={"allowed": True}))
     sink.emit(rt.AuditEvent("policy_decision", "new", "t", 2.0, payload={"allowed": True}))  # idempotent
     sink.close()
@@ -117,7 +119,7 @@ async def test_an_older_table_is_migrated_in_place(rt: Any, database: str) -> No
 
 
 async def test_a_row_postgresql_cannot_store_does_not_refuse_its_batch(rt: Any, database: str) -> None:
-    sink = rt.PostgresAuditSink(database)
+    sink = rt.audit_pg.PostgresAuditSink(database)
     hostile = [rt.AuditEvent("policy_decision", f"h{i}", "mcp:x:\x00evil\ud800", 1.0,
                              payload={"reason": "nul \x00 and \udcff"}) for i in range(3)]
     good = [rt.AuditEvent("policy_decision", f"g{i}", "mcp:probe:echo", 1.0) for i in range(20)]
@@ -129,7 +131,7 @@ async def test_a_row_postgresql_cannot_store_does_not_refuse_its_batch(rt: Any, 
 
 
 async def test_close_then_flush_returns_and_emit_after_close_is_refused(rt: Any, database: str) -> None:
-    sink = rt.PostgresAuditSink(database)
+    sink = rt.audit_pg.PostgresAuditSink(database)
     sink.emit(rt.AuditEvent("policy_decision", "a", "t", 1.0))
     sink.flush()
     sink.close()
@@ -185,7 +187,7 @@ def assert_each_audited_once(dsn: str, results: list[dict[str, Any]]) -> None:
 
 
 async def test_flush_returns_only_once_the_events_queued_before_it_are_stored(rt: Any, database: str) -> None:
-    sink = rt.PostgresAuditSink(database)
+    sink = rt.audit_pg.PostgresAuditSink(database)
     sink.emit(rt.AuditEvent("policy_decision", "first", "t", 1.0))  # connected and migrated
     late = []
     with psycopg.connect(database, autocommit=True) as reader:
@@ -242,7 +244,7 @@ def test_server_restart_mid_run_of_workers_exiting_at_once_loses_and_doubles_not
 
 async def test_unreachable_server_refuses_calls_and_reports_it(rt: Any, caplog: pytest.LogCaptureFixture) -> None:
     port = free_port()  # nothing listens there
-    sink = rt.PostgresAuditSink(f"host=127.0.0.1 port={port} dbname=x user=toolc password={PASSWORD}",
+    sink = rt.audit_pg.PostgresAuditSink(f"host=127.0.0.1 port={port} dbname=x user=toolc password={PASSWORD}",
                                 retry_for=0.3)
     router = rt.Router(audit_sink=sink)
     ran: list[str] = []
@@ -288,7 +290,7 @@ async def test_a_wrong_password_never_appears_in_an_error_or_a_log(
         assert type(router.audit).__name__ == "PostgresAuditSink"
         router.audit.retry_for = 0.3
     else:
-        router = rt.Router(audit_sink=rt.PostgresAuditSink(dsn, retry_for=0.3))
+        router = rt.Router(audit_sink=rt.audit_pg.PostgresAuditSink(dsn, retry_for=0.3))
     router.set_server_factory("probe", probe_server)
     with caplog.at_level(logging.DEBUG):
         results = [await router.call_tool("mcp:probe:echo", {"text": wrong}, context=context(rt)),
@@ -303,7 +305,7 @@ async def test_a_wrong_password_never_appears_in_an_error_or_a_log(
 
 async def test_a_refused_login_refuses_calls_at_once_and_a_corrected_one_is_used(rt: Any, pg: PgServer) -> None:
     environ = {"AUDIT_PASSWORD": "Wr0ng-" + uuid.uuid4().hex[:8]}
-    sink = rt.PostgresAuditSink(pg.dsn("${AUDIT_PASSWORD}"), environ=environ, expand_env=True, retry_for=10.0)
+    sink = rt.audit_pg.PostgresAuditSink(pg.dsn("${AUDIT_PASSWORD}"), environ=environ, expand_env=True, retry_for=10.0)
     router = rt.Router(audit_sink=sink)
     router.set_server_factory("probe", probe_server)
     refused = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
@@ -360,7 +362,7 @@ def test_a_literal_password_in_the_project_file_is_refused_and_never_baked() -> 
 
 async def test_an_end_event_is_not_waited_for_but_its_loss_is_logged(rt: Any,
                                                                      caplog: pytest.LogCaptureFixture) -> None:
-    sink = rt.PostgresAuditSink(f"host=127.0.0.1 port={free_port()} dbname=x user=toolc", retry_for=0.2)
+    sink = rt.audit_pg.PostgresAuditSink(f"host=127.0.0.1 port={free_port()} dbname=x user=toolc", retry_for=0.2)
     end = rt.AuditEvent("tool_invocation_end", "i", "t", 1.0, payload={"status": "success"})
     with caplog.at_level(logging.WARNING):
         await sink.aemit_many([end])  # returns at once: the call has already run
@@ -370,7 +372,7 @@ async def test_an_end_event_is_not_waited_for_but_its_loss_is_logged(rt: Any,
         sink.close()
     assert any(r.levelno == logging.ERROR and "an end event could not be audited" in r.getMessage()
                for r in caplog.records)
-    waiting = rt.PostgresAuditSink(f"host=127.0.0.1 port={free_port()} dbname=x", retry_for=0.2, wait_for_end=True)
+    waiting = rt.audit_pg.PostgresAuditSink(f"host=127.0.0.1 port={free_port()} dbname=x", retry_for=0.2, wait_for_end=True)
     with pytest.raises(RuntimeError, match="audit database unavailable"):
         waiting.emit(end)  # as SQLite: the router then reports the call as not audited
     waiting.close()
@@ -379,7 +381,7 @@ async def test_an_end_event_is_not_waited_for_but_its_loss_is_logged(rt: Any,
 async def test_without_psycopg_calls_are_refused_with_the_extra_to_install(rt: Any, database: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the optional extra were not installed
-    router = rt.Router(audit_sink=rt.PostgresAuditSink(database))
+    router = rt.Router(audit_sink=rt.audit_pg.PostgresAuditSink(database))
     result = await router.call_tool("mcp:probe:echo", {"text": "x"}, context=context(rt))
     router.audit.close()
     assert result.denied_by == "audit" and "pip install 'psycopg[binary]'" in result.error
@@ -387,8 +389,8 @@ async def test_without_psycopg_calls_are_refused_with_the_extra_to_install(rt: A
 
 async def test_a_role_that_may_only_insert_is_enough_once_the_schema_exists(rt: Any, pg: PgServer,
                                                                              database: str) -> None:
-    rt.PostgresAuditSink(database).close()  # an owner's router (or a DBA) created the schema
-    sink = rt.PostgresAuditSink(database)
+    rt.audit_pg.PostgresAuditSink(database).close()  # an owner's router (or a DBA) created the schema
+    sink = rt.audit_pg.PostgresAuditSink(database)
     sink.emit(rt.AuditEvent("policy_decision", "owner", "t", 1.0))
     sink.close()
     role = f"writer_{uuid.uuid4().hex[:8]}"
@@ -399,7 +401,7 @@ async def test_a_role_that_may_only_insert_is_enough_once_the_schema_exists(rt: 
         connection.execute(f"GRANT INSERT ON task_audits TO {role}")
         connection.execute(f"GRANT USAGE ON SEQUENCE task_audits_id_seq TO {role}")
         connection.execute(f"GRANT SELECT ON toolc_audit_schema TO {role}")
-    writer = rt.PostgresAuditSink(f"host=127.0.0.1 port={pg.port} dbname={dbname} user={role} "
+    writer = rt.audit_pg.PostgresAuditSink(f"host=127.0.0.1 port={pg.port} dbname={dbname} user={role} "
                                   "password=writer-pass-123")
     writer.emit(rt.AuditEvent("policy_decision", "writer", "t", 2.0))
     writer.emit(rt.AuditEvent("policy_decision", "writer", "t", 2.0))  # a retry: ON CONFLICT needs no SELECT

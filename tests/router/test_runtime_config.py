@@ -309,7 +309,8 @@ class TestEnvironmentListing:
         lines = {line.split("=", 1)[0].lstrip("# ") for line in text.splitlines() if "=" in line
                  and line.lstrip("# ").split("=", 1)[0].isupper()}
         assert {"TOOLC_BASE_URL_CHAT", "TOOLC_CHAT_OAUTH", "TOOLC_CHAT_APIKEY", "CHAT_TEAM", "TOOLC_ADMIN_TOKEN",
-                "TOOLC_AUDIT_DB", "TOOLC_AUDIT_DSN"} <= lines, text
+                "TOOLC_AUDIT_DB", "TOOLC_SERVE_TOKEN"} <= lines, text
+        assert "TOOLC_AUDIT_DSN" not in lines  # compiled without PostgreSQL: a variable it would refuse
         assert "https://api.example.invalid/v1" in text  # what the override replaces
         assert "bearer token" in text.lower() and "X-API-Key" in text
         assert "query 'token'" in text and "header 'token'" in text  # the parameters the OAuth token fills

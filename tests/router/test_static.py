@@ -48,7 +48,7 @@ def test_every_router_module_but_tables_is_a_static_file() -> None:
 
 
 def test_generated_static_modules_are_byte_identical_to_the_repository_files() -> None:
-    build = make_build()
+    build = make_build(router={"serve": True, "postgres": True})  # every part: every static file
     files = generate_router(build)
     assert files, [d.render() for d in build.diagnostics]
     for name, path in static_files().items():
@@ -57,7 +57,7 @@ def test_generated_static_modules_are_byte_identical_to_the_repository_files() -
     for name, path in static_files().items():
         assert (GOLDEN / name).read_bytes() == path.read_bytes(), name
     generated = {p.name for p in GOLDEN.iterdir() if p.is_file()}
-    assert generated - set(static_files()) == {"_tables.py", "_tables.json", "py.typed", "_schemas.json",
+    assert generated - set(static_files()) == {"_tables.py", "_tables.json", "_parts.py", "py.typed", "_schemas.json",
                                                "_catalog.json", "_codemode.json", "_serve.json", ".env.example",
                                                "_pins.json"}
 

@@ -70,8 +70,8 @@ def test_output_is_deterministic() -> None:
     second = generate_router(make_build(servers=[TIME_SERVER]))
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
-        "__init__.py", "_catalog.json", "_codemode.json", "_env.py", "_pins.json", "_schemas.json", "_tables.json",
-        "_tables.py", "_types.py", "access_tokens.py", "approvals.py", "audit.py", "audit_pg.py", "callers.py",
+        "__init__.py", "_catalog.json", "_codemode.json", "_env.py", "_parts.py", "_pins.json", "_schemas.json", "_tables.json",
+        "_tables.py", "_types.py", "access_tokens.py", "approvals.py", "audit.py", "callers.py",
         "codemode.py", "codemode_docs.py", "discovery.py", "environment.py", ".env.example", "guards.py",
         "http_dispatch.py", "mcp_dispatch.py", "mcp_pins.py", "pinning.py", "policy.py", "providers.py", "ranking.py",
         "rate_limits.py", "redact.py", "result_budget.py", "scope.py", "router.py", "serve.py", "serve_approvals.py",
@@ -80,7 +80,7 @@ def test_output_is_deterministic() -> None:
         "shapes.py",
         "stubs.py",
         "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",
-        "requirements.txt", "requirements-postgres.txt", "requirements-codemode.txt", "py.typed"))
+        "requirements.txt", "requirements-codemode.txt", "py.typed"))  # no PostgreSQL part: the project file asks for none
 
 
 def test_literal_secrets_are_not_baked() -> None:

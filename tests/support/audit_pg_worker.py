@@ -35,7 +35,7 @@ async def main(folder: str, calls: int, concurrency: int, delay: float, retry_fo
         await asyncio.sleep(delay)
         return {"text": text}
 
-    sink = rt.PostgresAuditSink(dsn, retry_for=retry_for)
+    sink = rt.audit_pg.PostgresAuditSink(dsn, retry_for=retry_for)
     router = rt.Router(audit_sink=sink)
     router.set_server_factory("probe", lambda: server)
     context = rt.InvocationContext(task_id="fleet")

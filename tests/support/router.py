@@ -14,7 +14,7 @@ from typing import Any
 
 from compiler.build import Build, Layout, TargetOutput
 from compiler.codegen.router.router_package import generate_router
-from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig
+from compiler.config import Config, OpenApiConfig, PolicyConfig, RouterConfig, ServerConfig
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.loading import load_document
 from compiler.ir import Catalog, Source, Tool
@@ -44,9 +44,10 @@ def catalog_from(recordings: Iterable[str] = DEFAULT_RECORDINGS, openapi: Iterab
 
 def make_build(catalog: Catalog | None = None, *, policy: dict[str, Any] | None = None,
                servers: Iterable[ServerConfig] = (), openapi: Iterable[OpenApiConfig] = (),
-               name_maps: dict[str, dict[str, Any]] | None = None, root: Path = ROOT) -> Build:
+               name_maps: dict[str, dict[str, Any]] | None = None, root: Path = ROOT,
+               router: dict[str, Any] | None = None) -> Build:
     config = Config(root=root, policy=PolicyConfig(**(policy or {})), mcp_servers=tuple(servers),
-                    openapi=tuple(openapi))
+                    openapi=tuple(openapi), router=RouterConfig(**(router or {})))
     return Build(config=config, catalog=catalog if catalog is not None else catalog_from(), resolver=None,  # type: ignore[arg-type]
                  diagnostics=Diagnostics(), targets=("anthropic", "gemini", "openai-chat", "openai-responses"),
                  providers={target: TargetOutput(target, tools={}, names=names, summary={}, array=Path(os.devnull),

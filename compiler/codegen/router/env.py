@@ -22,13 +22,15 @@ _HEADER = """\
 
 
 def env_example(apis: Iterable[Mapping[str, Any]], servers: Iterable[Mapping[str, Any]],
-                tools: Iterable[Mapping[str, Any]], policy: Mapping[str, Any], audit_dsn: str | None) -> bytes:
+                tools: Iterable[Mapping[str, Any]], policy: Mapping[str, Any], audit_dsn: str | None,
+                parts: frozenset[str]) -> bytes:
+    """`.env.example`: what a deployment may set; the router's own variables only for the parts it holds."""
     tools = list(tools)
     carried = _credential_parameters(tools)
     sections = [_api_section(api, carried) for api in apis]
     sections.append(_preset_section(tools))
     sections.extend(_server_section(server) for server in servers)
-    sections.append(_router_section(policy, audit_dsn))
+    sections.append(_router_section(policy, audit_dsn, parts))
     return (_HEADER + "".join(f"\n{section}" for section in sections if section)).encode()
 
 
@@ -111,17 +113,19 @@ def _server_section(server: Mapping[str, Any]) -> str:
     return "".join(lines)
 
 
-def _router_section(policy: Mapping[str, Any], audit_dsn: str | None) -> str:
+def _router_section(policy: Mapping[str, Any], audit_dsn: str | None, parts: frozenset[str]) -> str:
     lines = ["# --- the router ---\n",
              _entry(policy["admin_token_env"], "The admin token a caller must present for admin tools (policy "
                     "admin_tools, admin_min_risk).", needed=False),
-             _entry("TOOLC_AUDIT_DB", f"The SQLite audit file (default: {policy['audit_db']}).", needed=False),
-             _entry("TOOLC_AUDIT_DSN", "A PostgreSQL DSN: the fleet's audit (wins over the project file's "
-                    "audit.dsn).", needed=False)]
+             _entry("TOOLC_AUDIT_DB", f"The SQLite audit file (default: {policy['audit_db']}).", needed=False)]
+    if "postgres" in parts:
+        lines.append(_entry("TOOLC_AUDIT_DSN", "A PostgreSQL DSN: the fleet's audit (wins over the project file's "
+                            "audit.dsn).", needed=False))
     for name in sorted(set(_REFERENCE.findall(audit_dsn or ""))):
         lines.append(_entry(name, "Read by the project file's audit.dsn.", needed=True))
-    lines.append(_entry("TOOLC_SERVE_TOKEN", "The bearer token `toolc serve` requires on every request (needed "
-                        "to serve on a non-loopback address; 16+ printable ASCII characters).", needed=False))
-    lines.append(_entry("TOOLC_SCHEMAS_DIR", "Where `toolc serve` finds the compiled schemas (default: "
-                        "<output>/schemas).", needed=False))
+    if "serve" in parts:
+        lines.append(_entry("TOOLC_SERVE_TOKEN", "The bearer token `toolc serve` requires on every request (needed "
+                            "to serve on a non-loopback address; 16+ printable ASCII characters).", needed=False))
+        lines.append(_entry("TOOLC_SCHEMAS_DIR", "Where `toolc serve` finds the compiled schemas (default: "
+                            "<output>/schemas).", needed=False))
     return "".join(lines)

@@ -9,9 +9,10 @@ callers (`router.callers`) as Python literals, rendered from `templates/router/_
 (`codegen.stubs.stub_packages`), one copy for every source package; `_schemas.json` holds the input schemas the router
 validates arguments against (`router_guard`); `_codemode.json` the functions code mode offers (`router.codemode`);
 `requirements.txt` lists what it needs at run time, `requirements-postgres.txt` adds the optional PostgreSQL audit
-driver (`router_audit`), `requirements-codemode.txt` code mode's sandbox. Generated code imports the
-`mcp` SDK, httpx2, jsonschema and opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code
-mode), never `compiler`. See
+driver (`router_audit`), `requirements-codemode.txt` code mode's sandbox. The optional parts (the server, the
+PostgreSQL sink) are copied only when the project file's `router:` asks for them, and `_parts.py` is the one module
+that differs by which are (`codegen.router.parts`). Generated code imports the `mcp` SDK, httpx2, jsonschema and
+opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code mode), never `compiler`. See
 `router_tables`, `router_names` and `router_guard` for what is baked and its diagnostics.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from compiler.codegen.router.env import env_example
 from compiler.codegen.router.gateway import budget_rows, rate_limit_rows, retry_rows
 from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
+from compiler.codegen.router.parts import PARTS_MODULE, included_parts, left_out_files, parts_module
 from compiler.codegen.router.pins import pins_file
 from compiler.codegen.router.serve import mcp_names, serve_file
 from compiler.codegen.router.tables import (
@@ -105,7 +107,7 @@ def router_context(build: Build) -> dict[str, object]:
         "rate_limits": rate_limit_rows(build.config.gateway.rate_limits),
         "result_budgets": budget_rows(build.config.gateway.result_budget),
         "retries": retry_rows(build.config.gateway.retries),
-        "env_example": env_example(apis, servers, rows, policy, dsn),
+        "env_example": env_example(apis, servers, rows, policy, dsn, included_parts(build.config)),
         "targets": tuple(sorted(build.targets)),
         "tables_json": tables_file(rows, maps),
     }
@@ -120,8 +122,10 @@ def generate_router(build: Build) -> dict[str, bytes]:
         build.diagnostics.report(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
                                  source=f"templates/{TEMPLATE}")
         return {}
+    parts = included_parts(build.config)
     files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
+    files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
     files[f"{PACKAGE}/py.typed"] = b""
     example = context["env_example"]
     assert isinstance(example, bytes)
@@ -134,12 +138,14 @@ def generate_router(build: Build) -> dict[str, bytes]:
     schemas = bundled_inputs(build, routed)
     files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed, schemas)
     files[f"{PACKAGE}/_codemode.json"] = codemode_file(build, routed, schemas)
-    files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
     files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
-    maps = context["name_maps"]
-    assert isinstance(maps, NameMaps)
-    report_ambiguous_names(build, routed, maps)
-    return files
+    if "serve" in parts:
+        files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
+        maps = context["name_maps"]
+        assert isinstance(maps, NameMaps)
+        report_ambiguous_names(build, routed, maps)
+    left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
+    return {path: content for path, content in files.items() if path not in left_out}
 
 
 def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:

@@ -16,6 +16,9 @@ those same commits the writer looks at the WAL file, and past `wal_limit` bytes 
 the helper would have to win the lock from the flood first): the WAL stays within `wal_limit` plus
 `CHECKPOINT_EVERY` commits (about 2 MiB). An idle second also truncates it, so the disk a burst took is given
 back. A custom sink implements `AuditSink` (`emit_many` is optional).
+
+`configured_sink` here is the default sink of a package compiled without PostgreSQL (`router.postgres`): one with
+it takes `audit_pg`'s instead (`_parts` imports the one the package holds).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
+
+from ._types import RouterError
 
 logger = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 128
@@ -46,6 +51,9 @@ INVOCATION_START = "tool_invocation_start"
 INVOCATION_END = "tool_invocation_end"
 POLICY_DECISION = "policy_decision"
 POLICY_VIOLATION = "policy_violation"
+
+DSN_ENV: Final = "TOOLC_AUDIT_DSN"
+"""A PostgreSQL DSN: the fleet's audit trail, instead of SQLite (`audit_pg`)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_audits (
@@ -301,3 +309,26 @@ def _row(event: AuditEvent) -> tuple[Any, ...]:
         event.created_at,
         payload,
     )
+
+
+def configured_dsn(environ: Mapping[str, str]) -> str | None:
+    """A package compiled without PostgreSQL has no fleet DSN (fleet rate limits need `router.postgres`); a
+    `TOOLC_AUDIT_DSN` it cannot use is refused, as by `configured_sink`."""
+    _refuse_fleet_dsn(environ)
+    return None
+
+
+def configured_sink(environ: Mapping[str, str], sqlite_path: str) -> AuditSink:
+    """The default sink of a package compiled without PostgreSQL: SQLite at `sqlite_path`. A `TOOLC_AUDIT_DSN`
+    asks for the fleet's trail, which this package cannot write: refused, never a silent SQLite file instead."""
+    _refuse_fleet_dsn(environ)
+    return SqliteAuditSink(sqlite_path)
+
+
+def _refuse_fleet_dsn(environ: Mapping[str, str]) -> None:
+    if environ.get(DSN_ENV):
+        raise RouterError(
+            DSN_ENV
+            + " is set, but this router was compiled without PostgreSQL: set `router: {postgres: true}` "
+            "(or `audit.dsn`) in the project file and recompile, or unset it to audit to SQLite"
+        )

@@ -26,7 +26,7 @@ from types import FrameType
 
 import anyio
 
-from ._types import MODES, InvocationContext
+from ._types import MODES, InvocationContext, RouterError
 from .router import Router
 from .serve_catalog import PAGE_SIZE, ServedCatalog
 from .serve_codemode import SERVE_MODES, CodeModeUnavailable, served_code_mode
@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         spec_frozen=options.spec_hash is not None,
         spec_hash=options.spec_hash,
     )
-    router = Router(default_context=context)
+    try:
+        router = Router(default_context=context)
+    except RouterError as exc:  # e.g. a TOOLC_AUDIT_DSN this package cannot write
+        print(f"toolc_router.serve: {exc}", file=sys.stderr)
+        return 2
     try:
         code = (
             served_code_mode(router, options.code_mode) if options.code_mode else None

@@ -4,12 +4,13 @@
     result = await call_tool("mcp:time:get_current_time", {"timezone": "UTC"}, context=InvocationContext())
 
 What it routes is baked into `_tables` (the project's name, tools, MCP servers, HTTP APIs, policy and provider
-name maps); every other module is the same for every project.
+name maps), and which optional parts it holds into `_parts`; every other module is the same for every project.
+The optional parts are modules of their own, copied only when the project file's `router:` asks for them:
+`toolc_router.serve` (the server) and `toolc_router.audit_pg` (`PostgresAuditSink`).
 """
 
 from ._types import InvocationContext, RouterError, ToolResult, ToolSpec
 from .audit import AuditEvent, AuditSink, MemoryAuditSink, SqliteAuditSink
-from .audit_pg import PostgresAuditSink
 from .policy import GATE_ORDER, Gate, PolicyDecision
 from .router import (
     Router,
@@ -29,7 +30,6 @@ __all__ = [
     "InvocationContext",
     "MemoryAuditSink",
     "PolicyDecision",
-    "PostgresAuditSink",
     "Router",
     "RouterError",
     "SqliteAuditSink",

@@ -2,8 +2,9 @@
 
 Selected by a DSN: the `TOOLC_AUDIT_DSN` environment variable, else the project file's `audit.dsn` (`_tables.AUDIT_DSN`, as
 written: an `${ENV}` reference, or a DSN without a password; the password is never baked). Without either the
-router keeps the SQLite sink. Needs the optional extra `psycopg[binary]` (see requirements-postgres.txt), imported
-only when a DSN is in use.
+router keeps the SQLite sink. Copied only into packages compiled with PostgreSQL (the project file's
+`router.postgres`, on by default with `audit.dsn`). Needs the optional extra `psycopg[binary]` (see
+requirements-postgres.txt), imported only when a DSN is in use.
 
 Fail-closed exactly like SQLite where it matters, with group commit for throughput: `emit_many` hands its events
 to one writer thread through a bounded queue and returns only once the transaction holding them is committed
@@ -47,12 +48,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from ._env import expand
 from ._tables import AUDIT_DSN
 from ._types import RouterError
-from .audit import INVOCATION_END, AuditEvent, AuditSink, SqliteAuditSink
+from .audit import DSN_ENV, INVOCATION_END, AuditEvent, AuditSink, SqliteAuditSink
 from .redact import redact, secret_values
 
 logger = logging.getLogger(__name__)
 
-DSN_ENV: Final = "TOOLC_AUDIT_DSN"
 SCHEMA_VERSION: Final = 1
 _LOCK_KEY: Final = (
     0x746F6F6C63  # pg_advisory_xact_lock key: one migration at a time across the fleet

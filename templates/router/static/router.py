@@ -35,6 +35,7 @@ from opentelemetry import trace
 
 from . import providers, telemetry
 from ._env import check_environment, placeholders
+from ._parts import configured_dsn, configured_sink
 from ._tables import (
     APPROVALS,
     HTTP_APIS,
@@ -68,7 +69,6 @@ from .audit import (
     AuditEvent,
     AuditSink,
 )
-from .audit_pg import configured_dsn, configured_sink
 from .callers import CallerGuard
 from .environment import expand_value
 from .guards import (
