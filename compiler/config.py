@@ -385,6 +385,9 @@ class RouterConfig(_Strict):
     postgres: bool | None = None
     """The PostgreSQL audit sink (`audit_pg`, requirements-postgres.txt); unset: included when `audit.dsn` or a
     `fleet: true` rate limit needs it."""
+    codemode: bool = True
+    """Code mode's sandbox runner (`codemode`, `_codemode.json`, requirements-codemode.txt): `toolc serve
+    --code-mode` and `toolc_router.codemode.CodeMode`."""
 
 
 class Config(_Strict):

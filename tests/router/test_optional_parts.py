@@ -1,4 +1,4 @@
-"""The router's optional parts (`router: {serve, postgres}`): a package holds only the parts its project file asks
+"""The router's optional parts (`router: {serve, postgres, codemode}`): a package holds only the parts its project file asks
 for, still type-checks and calls tools without them, and says which setting to turn on where a missing part is
 asked for (`toolc serve`: TC682; `TOOLC_AUDIT_DSN`: the router refuses to start)."""
 
@@ -57,11 +57,12 @@ def local_imports(package: Path) -> set[str]:
 
 
 def test_serve_is_on_and_postgres_follows_audit_dsn_by_default() -> None:
-    assert included_parts(Config()) == {"serve"}
-    assert included_parts(Config(audit=AuditConfig(dsn="${AUDIT_DSN}"))) == {"serve", "postgres"}
-    assert included_parts(Config(router=RouterConfig(serve=False, postgres=True))) == {"postgres"}
+    assert included_parts(Config()) == {"serve", "codemode"}
+    assert included_parts(Config(audit=AuditConfig(dsn="${AUDIT_DSN}"))) == {"serve", "postgres", "codemode"}
+    assert included_parts(Config(router=RouterConfig(serve=False, postgres=True, codemode=False))) == {"postgres"}
     fleet = {"rate_limits": {"rules": [{"calls": 100, "fleet": True}]}}
-    assert included_parts(config_from_data({"gateway": fleet}, root=ROOT, source="toolc.yaml")) == {"serve", "postgres"}
+    assert included_parts(config_from_data({"gateway": fleet}, root=ROOT, source="toolc.yaml")) == {
+        "serve", "postgres", "codemode"}
 
 
 def test_postgres_off_with_an_audit_dsn_is_a_project_file_error() -> None:
@@ -160,3 +161,13 @@ def test_toolc_serve_refuses_a_fleet_dsn_its_package_cannot_write(tmp_path: Path
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr
     assert "router: {postgres: true}" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_toolc_serve_names_the_setting_when_code_mode_was_left_out(tmp_path: Path) -> None:
+    package = compile_lean(tmp_path, serve=True)
+    assert (package / "serve_codemode.py").is_file() and not (package / "codemode.py").exists()
+    run = subprocess.run([str(VENV_BIN / "toolc"), "serve", "-c", str(tmp_path / "toolc.yaml"), "--code-mode"],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "compiled without code mode" in run.stderr and "router: {codemode: true}" in run.stderr
+    assert "Traceback" not in run.stderr

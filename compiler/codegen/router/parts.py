@@ -7,6 +7,7 @@
     postgres  audit_pg.py, requirements-postgres.txt                         `router.postgres` (default: when
                                                                              `audit.dsn` or a fleet rate limit
                                                                              needs it)
+    codemode  codemode.py, _codemode.json, requirements-codemode.txt        `router.codemode` (default: true)
 
 Every other module imports no optional part, so a package without one still imports, type-checks and calls
 tools. Where the router itself needs a part's code (the audit sink it builds by default), it imports it from
@@ -22,6 +23,7 @@ from typing import Final
 from compiler.config import Config, needs_postgres
 
 PART_FILES: Final[dict[str, tuple[str, ...]]] = {
+    "codemode": ("_codemode.json", "codemode.py", "requirements-codemode.txt"),
     "postgres": ("audit_pg.py", "requirements-postgres.txt"),
     "serve": ("_serve.json", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py"),
 }
@@ -43,7 +45,7 @@ _SINKS: Final = {  # the sink, and the fleet's DSN (fleet rate limits share it),
 def included_parts(config: Config) -> frozenset[str]:
     """The optional parts `config` asks for, defaults applied."""
     postgres = config.router.postgres if config.router.postgres is not None else needs_postgres(config)
-    wanted = {"serve": config.router.serve, "postgres": postgres}
+    wanted = {"serve": config.router.serve, "postgres": postgres, "codemode": config.router.codemode}
     return frozenset(part for part, included in wanted.items() if included)
 
 

@@ -39,6 +39,13 @@ def served_code_mode(router: Router, mode: str) -> ServedCodeMode:
     """Code mode over `router`, served `mode` (`only` or `beside`)."""
     # Loaded by name, as audit_pg loads psycopg: the sandbox (pydantic-monty) is an optional dependency, needed
     # only by a server started with code mode.
+    if (
+        not FUNCTIONS_FILE.is_file()
+    ):  # the project file left code mode out (`router: {codemode: false}`)
+        raise CodeModeUnavailable(
+            "this router was compiled without code mode: set `router: {codemode: true}` in the "
+            "project file and compile again"
+        )
     try:
         module = importlib.import_module(f"{__package__}.codemode")
     except ImportError as exc:
