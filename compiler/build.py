@@ -82,6 +82,11 @@ class Build:
     lock: LockData | None = None
     progress: Progress = field(default_factory=Progress)
     """Where stages report steps (a terminal's progress bar, or nothing)."""
+    reads: Mapping[str, str] | None = None
+    """Every file the compile read (resolved path → sha256; `loading.recording_reads`), None for a live compile:
+    what the incremental cache's project record is keyed by."""
+    project_key: str | None = None
+    """`incremental.project.fingerprint` of this compile's settings, targets, inputs and `reads`."""
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:

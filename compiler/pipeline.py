@@ -29,7 +29,9 @@ from compiler.config import (
 from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
 from compiler.emit import emit_catalog
+from compiler.incremental import project as project_cache
 from compiler.ir import Catalog, Source, Tool
+from compiler.loading import recording_reads
 from compiler.output import OutputFolder, write_tree
 from compiler.policy import UNMATCHED_POLICY_PATTERN, unmatched_policy_patterns
 from compiler.preset_secrets import warn_literal_secret_presets
@@ -175,8 +177,12 @@ def compile_project(
 
     The compile runs under the project's limits (`compiler.limits`), including its memory budget: running out
     of it anywhere is the diagnostic TC139, and the stages after it do not run."""
-    with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb):
-        return _compile(config, inputs, targets=targets, live=live, out_dir=out_dir, progress=progress or Progress())
+    with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb), recording_reads() as reads:
+        build = _compile(config, inputs, targets=targets, live=live, out_dir=out_dir, progress=progress or Progress())
+    if not live:  # a live compile read servers, not files: nothing proves it unchanged later
+        build.reads = dict(reads)
+        build.project_key = project_cache.fingerprint(config, inputs, build.targets, build.reads)
+    return build
 
 
 def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[str] | None, live: bool,
@@ -258,10 +264,15 @@ def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None
 
 
 def write_build(build: Build, out_dir: Path) -> None:
-    """Swap the output folder in, then refresh the codegen cache beside it."""
+    """Swap the output folder in, then refresh the caches beside it (codegen's, and the project record that lets
+    `toolc check` prove an unchanged project without compiling)."""
     write_tree(out_dir, build.files)
     if build.codegen is not None:
         save_record(out_dir, build.codegen)
+    if build.project_key is not None and build.reads is not None:
+        record = project_cache.ProjectRecord(reads=build.reads, outputs=project_cache.output_hashes(build.files),
+                                             tools=len(build.catalog.tools))
+        project_cache.save(out_dir, build.project_key, record)
 
 
 def _warn_unmatched_policy(config: Config, catalog: Catalog, diagnostics: Diagnostics) -> None:
