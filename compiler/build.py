@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from compiler.config import Config
@@ -85,6 +86,10 @@ class Build:
     reads: Mapping[str, str] | None = None
     """Every file the compile read (resolved path → sha256; `loading.recording_reads`), None for a live compile:
     what the incremental cache's project record is keyed by."""
+    out_dir: Path | None = None
+    """The output folder this compile is for (its caches sit beside it); None: no cache is read or written."""
+    ir_hashes: dict[str, str] | None = None
+    """Tool id → `drift.lock.ToolHasher.ir_hash`, made by the providers stage for its cache and read by the lock."""
     project_key: str | None = None
     """`incremental.project.fingerprint` of this compile's settings, targets, inputs and `reads`."""
 

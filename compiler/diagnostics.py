@@ -64,6 +64,16 @@ class Diagnostic:
         return {"code": self.code, "severity": self.severity.value, "message": self.message, "source": self.source,
                 "tool": self.tool, "pointer": self.pointer, "provider": self.provider}
 
+    @classmethod
+    def from_json(cls, item: Any) -> Diagnostic:
+        """The inverse of `to_json` (for diagnostics a cache replays); KeyError, TypeError or ValueError on
+        anything else."""
+        if not isinstance(item, dict) or not all(isinstance(value, str) for value in item.values()):
+            raise TypeError("a diagnostic is an object of strings")
+        return cls(code=item["code"], severity=Severity(item["severity"]), message=item["message"],
+                   source=item.get("source", ""), tool=item.get("tool", ""), pointer=item.get("pointer", ""),
+                   provider=item.get("provider", ""))
+
     def sort_key(self) -> tuple[str, str, str, str, int, str]:
         return (self.source, self.tool, self.provider, self.pointer, _SEVERITY_ORDER[self.severity], self.code)
 

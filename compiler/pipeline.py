@@ -211,7 +211,7 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         destination = out_dir or config.output_dir
         build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
                       previous_output=OutputFolder(destination), previous_codegen=load_record(destination),
-                      progress=progress)
+                      progress=progress, out_dir=destination)
         done = "reading the sources"
         for stage, run in _STAGES:
             if limits.over_budget():  # checked between stages: what one stage left behind stops the next

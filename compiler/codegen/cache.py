@@ -19,12 +19,11 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from compiler.build import Build, CodegenRecord
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.diagnostics import Diagnostic
 from compiler.serialize import canonical_json, catalog_to_json, compact_json
 
 CACHE_DIR = ".toolc-cache"
@@ -92,7 +91,7 @@ def reuse(build: Build, key: str) -> CodegenRecord | None:
     if set(on_disk) != set(entry.files) or any(_sha256(on_disk[p]) != h for p, h in entry.files.items()):
         return None
     try:
-        replayed = [_diagnostic(item) for item in entry.diagnostics]
+        replayed = [Diagnostic.from_json(item) for item in entry.diagnostics]
     except (KeyError, TypeError, ValueError):
         return None
     for path, content in sorted(on_disk.items()):
@@ -138,8 +137,3 @@ def save_record(out_dir: Path, entry: CodegenRecord) -> None:
     except OSError:
         return
 
-
-def _diagnostic(item: Mapping[str, Any]) -> Diagnostic:
-    return Diagnostic(code=item["code"], severity=Severity(item["severity"]), message=item["message"],
-                      source=item.get("source", ""), tool=item.get("tool", ""), pointer=item.get("pointer", ""),
-                      provider=item.get("provider", ""))

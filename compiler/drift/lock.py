@@ -132,11 +132,13 @@ def _components(edges: Mapping[str, list[str]]) -> list[set[str]]:
     return found
 
 
-def lock_data(catalog: Catalog, providers: Mapping[str, TargetOutput]) -> LockData:
+def lock_data(catalog: Catalog, providers: Mapping[str, TargetOutput],
+              ir_hashes: Mapping[str, str] | None = None) -> LockData:
+    """`ir_hashes`: `ToolHasher.ir_hash` by tool id, when the providers stage made them already (for its cache)."""
     hasher = ToolHasher(catalog)
     tools: dict[str, LockEntry] = {}
     for tool in catalog.tools:
-        entry: LockEntry = {"ir": hasher.ir_hash(tool)}
+        entry: LockEntry = {"ir": ir_hashes[tool.id] if ir_hashes is not None else hasher.ir_hash(tool)}
         lowered = {target: output.digests[tool.id] if output.digests else digest(output.tools[tool.id])
                    for target, output in sorted(providers.items())
                    if tool.id in (output.digests or output.tools)}
@@ -149,7 +151,7 @@ def lock_data(catalog: Catalog, providers: Mapping[str, TargetOutput]) -> LockDa
 def emit_lock(build: Build) -> LockData:
     """The last stage: hashes what the others produced. Lives inside the output folder, so it is swapped in
     atomically with the files it describes."""
-    data = lock_data(build.catalog, build.providers)
+    data = lock_data(build.catalog, build.providers, build.ir_hashes)
     build.add_file(LOCK_FILE, canonical_json(data))
     return data
 

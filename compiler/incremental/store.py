@@ -79,7 +79,7 @@ def save(out_dir: Path, kind: str, entry: Entry) -> None:
         ignore = path.parent / ".gitignore"
         if not ignore.exists():
             ignore.write_text("# toolc's build cache: never committed\n*\n")
-        partial.write_bytes(orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
+        partial.write_bytes(orjson.dumps(data))  # key order kept: cached definitions are written as they are
         partial.replace(path)
     except OSError:
         partial.unlink(missing_ok=True)

@@ -18,13 +18,15 @@ import orjson
 from compiler import limits
 from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
+from compiler.drift.lock import ToolHasher
+from compiler.incremental.lowering import LoweringCache
 from compiler.ir import JsonObject
 from compiler.output import FileSet
 from compiler.parallel import can_fork, cores, fork_each
 from compiler.providers import tokens
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
-from compiler.providers.spans import Layout, write_array
+from compiler.providers.spans import Layout, measures, write_array
 from compiler.serialize import canonical_json
 
 
@@ -103,15 +105,20 @@ class _Definitions(Mapping[str, JsonObject]):
 PARALLEL_MIN_TOOLS = 300
 
 
-def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
+def _lower_group(build: Build, targets: tuple[str, ...], ir_hashes: Mapping[str, str] | None) -> list[_Emitted]:
     shared: dict[tuple[str, ...], object] = {}
     emitted: list[_Emitted] = []
     for target in targets:
         before = len(build.diagnostics)
-        result = lower_target(build.catalog, build.resolver, target, build.config, shared)
+        cache = None if ir_hashes is None or build.out_dir is None else \
+            LoweringCache(build.out_dir, target, build.config, ir_hashes, build.diagnostics)
+        result = lower_target(build.catalog, build.resolver, target, build.config, shared, cache)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, layout = write_array(path, target, ordered)
+        digests, layout = write_array(path, target, ordered, cache.measures(ordered) if cache is not None else None)
+        if cache is not None:
+            cache.measured(ordered, measures(digests, layout))
+            cache.save()
         summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
                    "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.
@@ -147,13 +154,23 @@ def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [tuple(group) for group in groups.values()]
 
 
+def _ir_hashes(build: Build) -> dict[str, str] | None:
+    """The lowering cache's per-tool keys (`incremental.lowering`), made once before the workers fork."""
+    if build.out_dir is None or not build.targets:
+        return None
+    hasher = ToolHasher(build.catalog)
+    build.ir_hashes = {tool.id: hasher.ir_hash(tool) for tool in build.catalog.tools}
+    return build.ir_hashes
+
+
 def _lower_all(build: Build) -> list[_Emitted]:
     groups = _groups(build.targets)
+    ir_hashes = _ir_hashes(build)
     workers = min(len(groups), cores())
     if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():  # no target: nothing loads
         found: list[_Emitted] = []
         for group in groups:
-            for item in _lower_group(build, group):
+            for item in _lower_group(build, group, ir_hashes):
                 build.progress.step(f"lowered {item.target}")
                 found.append(item)
         return found
@@ -165,7 +182,7 @@ def _lower_all(build: Build) -> list[_Emitted]:
         for item in items:
             build.progress.step(f"lowered {item.target}")
 
-    tasks = [partial(_lower_group, build, group) for group in groups]
+    tasks = [partial(_lower_group, build, group, ir_hashes) for group in groups]
     results = fork_each(tasks, workers, budget_mb=limits.worker_budget(), done=lowered)
     return [item for group in results for item in group]  # merged in group order, whatever finished first
 

@@ -13,7 +13,7 @@ last line (`shell`), plus each definition's other lines as indented in the array
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -57,6 +57,14 @@ def empty(target: str) -> bytes:
     return canonical_json(PROVIDERS[target].tools_array([]))
 
 
+class Measure(NamedTuple):
+    """What `write_array` computes of a definition besides its bytes: its lock digest and tokens (`Span`)."""
+
+    digest: str
+    tokens: int
+    inner: int
+
+
 class Span(NamedTuple):
     offset: int
     length: int
@@ -75,9 +83,13 @@ class Layout:
     spans: dict[str, Span]
 
 
-def write_array(path: Path, target: str, ordered: Sequence[Lowered]) -> tuple[dict[str, str], Layout]:
+def write_array(path: Path, target: str, ordered: Sequence[Lowered],
+                known: Mapping[str, Measure] | None = None) -> tuple[dict[str, str], Layout]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
-    array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout."""
+    array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout.
+    `known`: the digest and tokens of definitions the lowering cache gave back as the last compile measured them
+    (counting tokens is a third of this function's time)."""
+    known = known or {}
     if not ordered:
         path.write_bytes(empty(target))
         return {}, Layout(target, {})
@@ -89,18 +101,28 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered]) -> tuple[di
     with path.open("wb") as out:
         out.write(shape.head)
         for index, item in enumerate(ordered):
-            digests[item.tool.id] = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
             alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
             if b"\n" not in alone[:-1]:
                 raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
-            own, padded = tokens.count_padded(alone, shape.pad)
+            measure = known.get(item.tool.id) or _measure(item, alone, shape.pad, ends)
+            digests[item.tool.id] = measure.digest
             if index:
                 out.write(shape.sep)
             placed = alone[:-1].replace(b"\n", indent)
-            spans[item.tool.id] = Span(out.tell(), len(placed), own, padded - ends)
+            spans[item.tool.id] = Span(out.tell(), len(placed), measure.tokens, measure.inner)
             out.write(placed)
         out.write(shape.tail)
     return digests, Layout(target, spans)
+
+
+def _measure(item: Lowered, alone: bytes, pad: bytes, ends: int) -> Measure:
+    own, padded = tokens.count_padded(alone, pad)
+    return Measure("sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest(), own, padded - ends)
+
+
+def measures(digests: Mapping[str, str], layout: Layout) -> dict[str, Measure]:
+    """What `write_array` measured, by tool id (for the lowering cache)."""
+    return {tool_id: Measure(digests[tool_id], span.tokens, span.inner) for tool_id, span in layout.spans.items()}
 
 
 def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> Iterator[bytes]:
