@@ -26,7 +26,7 @@ from compiler.parallel import can_fork, cores, fork_each
 from compiler.providers import tokens
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
-from compiler.providers.spans import Layout, measures, write_array
+from compiler.providers.spans import Layout, write_array
 from compiler.serialize import canonical_json
 
 
@@ -115,10 +115,9 @@ def _lower_group(build: Build, targets: tuple[str, ...], ir_hashes: Mapping[str,
         result = lower_target(build.catalog, build.resolver, target, build.config, shared, cache)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, layout = write_array(path, target, ordered, cache.measures(ordered) if cache is not None else None)
+        digests, layout = write_array(path, target, ordered, cache.reused(ordered) if cache is not None else None)
         if cache is not None:
-            cache.measured(ordered, measures(digests, layout))
-            cache.save()
+            cache.save(ordered, path, layout, digests)
         summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
                    "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.

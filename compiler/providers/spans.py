@@ -65,6 +65,13 @@ class Measure(NamedTuple):
     inner: int
 
 
+class Placed(NamedTuple):
+    """A definition as a previous compile placed it in this target's array (the lowering cache's), and its measure."""
+
+    content: bytes | memoryview
+    measure: Measure
+
+
 class Span(NamedTuple):
     offset: int
     length: int
@@ -84,11 +91,11 @@ class Layout:
 
 
 def write_array(path: Path, target: str, ordered: Sequence[Lowered],
-                known: Mapping[str, Measure] | None = None) -> tuple[dict[str, str], Layout]:
+                known: Mapping[str, Placed] | None = None) -> tuple[dict[str, str], Layout]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
     array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout.
-    `known`: the digest and tokens of definitions the lowering cache gave back as the last compile measured them
-    (counting tokens is a third of this function's time)."""
+    `known`: definitions the lowering cache gave back, as the last compile placed and measured them (copied, never
+    encoded or counted again)."""
     known = known or {}
     if not ordered:
         path.write_bytes(empty(target))
@@ -101,28 +108,24 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered],
     with path.open("wb") as out:
         out.write(shape.head)
         for index, item in enumerate(ordered):
-            alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
-            if b"\n" not in alone[:-1]:
-                raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
-            measure = known.get(item.tool.id) or _measure(item, alone, shape.pad, ends)
-            digests[item.tool.id] = measure.digest
+            placed = known.get(item.tool.id) or _place(item, target, shape.pad, indent, ends)
+            digests[item.tool.id] = placed.measure.digest
             if index:
                 out.write(shape.sep)
-            placed = alone[:-1].replace(b"\n", indent)
-            spans[item.tool.id] = Span(out.tell(), len(placed), measure.tokens, measure.inner)
-            out.write(placed)
+            spans[item.tool.id] = Span(out.tell(), len(placed.content), placed.measure.tokens, placed.measure.inner)
+            out.write(placed.content)
         out.write(shape.tail)
     return digests, Layout(target, spans)
 
 
-def _measure(item: Lowered, alone: bytes, pad: bytes, ends: int) -> Measure:
+def _place(item: Lowered, target: str, pad: bytes, indent: bytes, ends: int) -> Placed:
+    """A definition as it sits in the array (its lines indented to the array's column) and its measure."""
+    alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    if b"\n" not in alone[:-1]:
+        raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
     own, padded = tokens.count_padded(alone, pad)
-    return Measure("sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest(), own, padded - ends)
-
-
-def measures(digests: Mapping[str, str], layout: Layout) -> dict[str, Measure]:
-    """What `write_array` measured, by tool id (for the lowering cache)."""
-    return {tool_id: Measure(digests[tool_id], span.tokens, span.inner) for tool_id, span in layout.spans.items()}
+    digest = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
+    return Placed(alone[:-1].replace(b"\n", indent), Measure(digest, own, padded - ends))
 
 
 def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> Iterator[bytes]:

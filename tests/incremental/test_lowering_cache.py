@@ -72,7 +72,7 @@ def test_cold_warm_and_another_toolc_give_the_same_bytes(spec: Path, tmp_path: P
     cold_build, cold = compile_into(spec, out)
     tools = len(cold_build.catalog.tools)
     assert len(lowered) >= tools * len(TARGETS)
-    assert all(store.cache_path(out, lowering.kind(target)).is_file() for target in TARGETS)
+    assert all(store.cache_path(out, lowering.kind(target), suffix=".bin").is_file() for target in TARGETS)
     lowered.clear()
     warm_build, warm = compile_into(spec, out)
     assert warm == cold and not lowered, "a warm compile lowers nothing and writes the same bytes"
@@ -114,30 +114,43 @@ def test_a_changed_shared_definition_relowers_every_tool_that_reaches_it(spec: P
     assert recompiled == clean(spec, tmp_path)
 
 
-@pytest.mark.parametrize("damage", ["not json", "foreign envelope", "one entry damaged", "other settings"])
+DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "one entry damaged",
+           "an entry out of bounds", "other settings"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_cache_never_changes_the_output(spec: Path, tmp_path: Path, lowered: list[str], damage: str) -> None:
     out = tmp_path / "out"
     _build, cold = compile_into(spec, out)
-    path = store.cache_path(out, lowering.kind("anthropic"))
-    data = orjson.loads(path.read_bytes())
-    if damage == "not json":
-        path.write_bytes(path.read_bytes()[:1000])
+    path = store.cache_path(out, lowering.kind("anthropic"), suffix=".bin")
+    header, _newline, blob = path.read_bytes().partition(b"\n")
+    data = orjson.loads(header)
+    first = next(iter(data["payload"]))
+    if damage == "cut short":
+        path.write_bytes(path.read_bytes()[:-100])
+    elif damage == "not json":
+        path.write_bytes(b"{" + header[:1000] + b"\n" + blob)
     elif damage == "foreign envelope":
-        path.write_bytes(orjson.dumps({"format": 1, "kind": "lowered-anthropic", "toolc": "sha256:0", "key": "",
-                                       "payload": {}}))
+        data["toolc"] = "sha256:0"
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+    elif damage == "a definition altered":  # same length, so only the blob's hash can tell
+        path.write_bytes(header + b"\n" + blob.replace(b'"description"', b'"descriptioN"', 1))
     elif damage == "one entry damaged":
-        first = next(iter(data["payload"]))
         data["payload"][first]["lowered"] = {"name": 3}
-        path.write_bytes(orjson.dumps(data))
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+    elif damage == "an entry out of bounds":
+        data["payload"][first]["at"][0] = len(blob) + 5
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
     else:
         data["key"] = "settings of another project"
-        path.write_bytes(orjson.dumps(data))
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
     lowered.clear()
     build, again = compile_into(spec, out)
     assert again == cold
     assert lowered, "what the damaged file held is lowered again"
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
-    assert len(notes) == (1 if damage in ("not json", "foreign envelope") else 0)
+    whole_file = ("cut short", "not json", "foreign envelope", "a definition altered")
+    assert len(notes) == (1 if damage in whole_file else 0), notes
 
 
 def test_stubs_and_router_are_the_same_from_a_warm_cache(spec: Path, tmp_path: Path) -> None:
