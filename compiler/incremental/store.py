@@ -1,9 +1,11 @@
-"""Cache files beside the output folder: `<output's parent>/.toolc-cache/<output name>.<kind>.json`.
+"""Cache files beside the output folder: `<output's parent>/.toolc-cache/<output name>.<kind>.json` (or `.bin`,
+an envelope line followed by a blob of bytes whose sha256 the envelope holds).
 
-Each file is an envelope `{"format", "kind", "toolc", "key", "payload"}`. It is read back only when all four
-match what this compile expects: a file from another toolc (`toolc` differs), of another format or kind, or one
-that is not JSON at all is ignored with a note (TC140) and the work is done again. A cache is never trusted:
-reusing it must give the bytes a compile from nothing gives, and the key says what it was made from.
+Each file is an envelope `{"format", "kind", "toolc", "key", "payload", "blob"}`. It is read back only when it
+is what this compile expects: a file from another toolc (`toolc` differs), of another format or kind, one that
+is not JSON, or a blob that does not match its hash is ignored with a note (TC140) and the work is done again.
+A cache is never trusted: reusing it must give the bytes a compile from nothing gives, and the caller's key says
+what it was made from.
 """
 
 from __future__ import annotations
@@ -46,14 +48,18 @@ def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
     """The cache entry of `kind` for `out_dir`, or None (no file, or one that is not ours: then a TC140 note).
     `valid` checks the payload's shape; one it refuses is ignored like a corrupted file."""
     path = cache_path(out_dir, kind)
+    raw = _read(path, diagnostics)
+    return None if raw is None else _entry(raw, path, kind, diagnostics, valid)
+
+
+def _read(path: Path, diagnostics: Diagnostics) -> bytes | None:
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         _ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
         return None
-    return _entry(raw, path, kind, diagnostics, valid)
 
 
 def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: Callable[[Any], bool]) -> Entry | None:
@@ -105,12 +111,8 @@ def load_with_blob(out_dir: Path, kind: str, diagnostics: Diagnostics,
     """An entry saved by `save_with_blob`: the envelope on the first line, then the blob, whose sha256 the
     envelope holds (a blob cut short or altered is ignored like a corrupted file)."""
     path = cache_path(out_dir, kind, suffix=".bin")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        _ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
+    raw = _read(path, diagnostics)
+    if raw is None:
         return None
     header, _newline, blob = raw.partition(b"\n")
     entry = _entry(header, path, kind, diagnostics, valid)
