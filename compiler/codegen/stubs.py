@@ -60,6 +60,7 @@ from compiler.codegen.model_chunks import GeneratedModels, generate_models
 from compiler.codegen.models import Combined, ModelGenerationError, ModelRequest, combine
 from compiler.codegen.stub_functions import Stub, functions
 from compiler.diagnostics import CompilerError
+from compiler.incremental.models import ModelChunkCache
 from compiler.ir import Source, Tool
 from compiler.serialize import compact_json
 
@@ -109,9 +110,12 @@ def generate_stubs(build: Build) -> dict[str, bytes]:
                                       f"of this source are the package {packages[source.id]!r}",
                                       source=source.location or source.id)
     files: dict[str, bytes] = {}
+    cache = ModelChunkCache(build.out_dir, build.diagnostics) if build.out_dir is not None else None
     for source in build.catalog.sources:
         tools = [tool for tool in build.catalog.tools if tool.source == source.id]
-        files.update(SourcePackage(build, source, tools, packages[source.id]).generate())
+        files.update(SourcePackage(build, source, tools, packages[source.id], cache).generate())
+    if cache is not None:
+        cache.save()
     return files
 
 
@@ -122,8 +126,10 @@ def input_digest(source: Source, tools: list[Tool]) -> str:
 
 
 class SourcePackage:
-    def __init__(self, build: Build, source: Source, tools: list[Tool], package: str) -> None:
+    def __init__(self, build: Build, source: Source, tools: list[Tool], package: str,
+                 cache: ModelChunkCache | None = None) -> None:
         self.build = build
+        self.cache = cache
         self.source = source
         self.tools = tools
         self.package = package
@@ -216,7 +222,7 @@ class SourcePackage:
                   f"# from input sha256:{self.digest}.")
         try:
             models = generate_models(combined.schema["$defs"], [r.key for r in requests], package=self.package,
-                                     header=header, allow_calls=_ALLOWED_CALLS)
+                                     header=header, allow_calls=_ALLOWED_CALLS, cache=self.cache)
         except (ModelGenerationError, UnsafeModule) as exc:
             self.build.diagnostics.warning(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
                                            **self.where)

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from compiler.build import Build
+from compiler.codegen import model_chunks
 from compiler.config import Config
 from compiler.diagnostics import Severity
 from compiler.incremental import identity, lowering, store
@@ -158,3 +159,22 @@ def test_stubs_and_router_are_the_same_from_a_warm_cache(spec: Path, tmp_path: P
     assert any(path.startswith("python/") for path in cold)
     _build, warm = compile_into(spec, tmp_path / "out", codegen=True)
     assert warm == cold
+
+
+def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The models do not hold an operation's description, so no chunk is generated again; the models' header
+    (the source's input hash, which the description changes) is this compile's all the same."""
+    compile_into(spec, tmp_path / "out", codegen=True)
+    document = json.loads(spec.read_text())
+    operation = next(iter(next(iter(document["paths"].values())).values()))
+    operation["description"] = "Reworded."
+    spec.write_text(json.dumps(document))
+    generated: list[str] = []
+    real = model_chunks._run
+    monkeypatch.setattr(model_chunks, "_run", lambda job: generated.append(job.filename) or real(job))
+    _build, recompiled = compile_into(spec, tmp_path / "out", codegen=True)
+    assert not generated, "every chunk came from the cache"
+    _build, clean_output = compile_into(spec, tmp_path / "clean" / "out", codegen=True)
+    assert generated, "a compile from nothing generates its models"
+    assert recompiled == clean_output
