@@ -68,7 +68,7 @@ class CachedLowered(Lowered):
         self._kept = value
 
 
-class LoweringCache:
+class PriorLowerings:
     """One target's cache for one compile: `get` what the last compile lowered, `put` what this one did, then
     `save` beside the tools file this compile wrote."""
 

@@ -19,7 +19,7 @@ from compiler import limits
 from compiler.build import Build, TargetOutput
 from compiler.diagnostics import Diagnostic
 from compiler.drift.lock import ToolHasher
-from compiler.incremental.lowering import LoweringCache
+from compiler.incremental.lowering import PriorLowerings
 from compiler.ir import JsonObject
 from compiler.output import FileSet
 from compiler.parallel import can_fork, cores, fork_each
@@ -110,14 +110,14 @@ def _lower_group(build: Build, targets: tuple[str, ...], ir_hashes: Mapping[str,
     emitted: list[_Emitted] = []
     for target in targets:
         before = len(build.diagnostics)
-        cache = None if ir_hashes is None or build.out_dir is None else \
-            LoweringCache(build.out_dir, target, build.config, ir_hashes, build.diagnostics)
-        result = lower_target(build.catalog, build.resolver, target, build.config, shared, cache)
+        prior = None if ir_hashes is None or build.out_dir is None else \
+            PriorLowerings(build.out_dir, target, build.config, ir_hashes, build.diagnostics)
+        result = lower_target(build.catalog, build.resolver, target, build.config, shared, prior)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, layout = write_array(path, target, ordered, cache.reused(ordered) if cache is not None else None)
-        if cache is not None:
-            cache.save(ordered, path, layout, digests)
+        digests, layout = write_array(path, target, ordered, prior.reused(ordered) if prior is not None else None)
+        if prior is not None:
+            prior.save(ordered, path, layout, digests)
         summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
                    "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from compiler.config import Config
 from compiler.diagnostics import CompilerError, Diagnostic
-from compiler.incremental.lowering import LoweringCache, Outcome
+from compiler.incremental.lowering import Outcome, PriorLowerings
 from compiler.ir import Catalog, JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import NotStrict
@@ -83,7 +83,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
 
 
 def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv],
-                  cache: LoweringCache | None) -> None:
+                  prior: PriorLowerings | None) -> None:
     """Strict tools share per-request limits; past them, tools are sent non-strict (TC421)."""
     dialect = PROVIDERS[result.target]
     tools = optional = unions = 0
@@ -93,8 +93,8 @@ def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv
         extra_optional, extra_unions = dialect.strict_cost(item.parameters)
         if (tools + 1 > budget.strict_tools or optional + extra_optional > budget.optional_parameters
                 or unions + extra_unions > budget.union_parameters):
-            loose, entry, _diagnostics = _lower_cached(result.target, item.tool, item.name, envs[item.tool.id],
-                                                       False, cache)
+            loose, entry, _diagnostics = _lower_or_reuse(result.target, item.tool, item.name, envs[item.tool.id],
+                                                       False, prior)
             if loose is None or entry is None:
                 continue
             result.lowered[index] = loose
@@ -105,25 +105,26 @@ def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv
         tools, optional, unions = tools + 1, optional + extra_optional, unions + extra_unions
 
 
-def _lower_cached(target: str, tool: Tool, name: str, env: LowerEnv, strict: bool,
-                  cache: LoweringCache | None) -> tuple[Lowered | None, JsonObject | None, list[Diagnostic]]:
-    """`lower_tool` through the cache: a hit replays the resolver's diagnostics into its sink as lowering did."""
+def _lower_or_reuse(target: str, tool: Tool, name: str, env: LowerEnv, strict: bool,
+                  prior: PriorLowerings | None) -> tuple[Lowered | None, JsonObject | None, list[Diagnostic]]:
+    """`lower_tool` through the last compile's lowerings: a hit replays the resolver's diagnostics into its sink as
+    lowering did."""
     sink = env.resolver.diagnostics
-    found = cache.get(tool, name, strict) if cache is not None else None
+    found = prior.get(tool, name, strict) if prior is not None else None
     if found is not None:
         sink.extend(found.resolver_diagnostics)
         return found.lowered, found.entry, found.diagnostics
     before = len(sink)
     lowered, entry, diagnostics = lower_tool(target, tool, name, env, strict=strict)
-    if cache is not None:
-        cache.put(tool, name, strict, Outcome(lowered, entry, diagnostics, sink.items[before:]))
+    if prior is not None:
+        prior.put(tool, name, strict, Outcome(lowered, entry, diagnostics, sink.items[before:]))
     return lowered, entry, diagnostics
 
 
 def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: Config,
                  shared: dict[tuple[str, ...], object] | None = None,
-                 cache: LoweringCache | None = None) -> TargetResult:
-    """`shared` carries results one target can reuse from another within a build (pass the same dict); `cache`
+                 prior: PriorLowerings | None = None) -> TargetResult:
+    """`shared` carries results one target can reuse from another within a build (pass the same dict); `prior`
     gives back what the last compile lowered for a tool whose inputs did not change, and records the rest."""
     result = TargetResult(target)
     names, name_diagnostics = assign_names(catalog.tools, target, config.names)
@@ -138,14 +139,14 @@ def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: C
             continue
         env = envs[tool.id] = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth, options,
                                              options_key=options_text, shared=shared)
-        lowered, entry, diagnostics = _lower_cached(target, tool, names[tool.id], env, strict, cache)
+        lowered, entry, diagnostics = _lower_or_reuse(target, tool, names[tool.id], env, strict, prior)
         result.diagnostics.extend(diagnostics)
         if lowered is not None and entry is not None:
             result.lowered.append(lowered)
             result.entries[lowered.name] = entry
     dialect = PROVIDERS[target]
     if dialect.budget is not None and strict:
-        _apply_budget(result, dialect.budget, envs, cache)
+        _apply_budget(result, dialect.budget, envs, prior)
     caps = dialect.caps
     if caps.max_tools is not None and len(result.lowered) > caps.max_tools:
         result.diagnostics.append(_diag(codes.TOO_MANY_TOOLS, target,
