@@ -111,10 +111,15 @@ def load_with_blob(out_dir: Path, kind: str, diagnostics: Diagnostics,
     """An entry saved by `save_with_blob`: the envelope on the first line, then the blob, whose sha256 the
     envelope holds (a blob cut short or altered is ignored like a corrupted file)."""
     path = cache_path(out_dir, kind, suffix=".bin")
-    raw = _read(path, diagnostics)
-    if raw is None:
+    try:
+        with path.open("rb") as handle:  # the header, then the blob: read once each, never copied (hundreds of MB)
+            header = handle.readline()
+            blob = handle.read()
+    except FileNotFoundError:
         return None
-    header, _newline, blob = raw.partition(b"\n")
+    except OSError as exc:
+        _ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
+        return None
     entry = _entry(header, path, kind, diagnostics, valid)
     if entry is None:
         return None
