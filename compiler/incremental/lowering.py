@@ -137,8 +137,8 @@ class PriorLowerings:
         store.save_with_blob(self._out_dir, kind(self._target), store.Entry(self._settings, self._now), tools_file)
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
-        diagnostics = [Diagnostic.from_json(d) for d in item["diagnostics"]]
-        resolver = [Diagnostic.from_json(d) for d in item["resolver"]]
+        diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
+        resolver = [Diagnostic.from_row(d) for d in item["resolver"]]
         if item["lowered"] is None:
             return Outcome(None, None, diagnostics, resolver)
         if not isinstance(item["entry"], dict) or not isinstance(item["lowered"], dict):
@@ -162,8 +162,8 @@ def _encode(outcome: Outcome) -> dict[str, Any]:
             # Only the strict budget reads parameters, and only of strict tools: the rest are not kept.
             **({"parameters": lowered.parameters} if lowered.strict else {})},
         "entry": outcome.entry,
-        "diagnostics": [d.to_json() for d in outcome.diagnostics],
-        "resolver": [d.to_json() for d in outcome.resolver_diagnostics],
+        "diagnostics": [d.to_row() for d in outcome.diagnostics],
+        "resolver": [d.to_row() for d in outcome.resolver_diagnostics],
         "at": None,
     }
 
