@@ -26,8 +26,8 @@ TOOLC = [PYTHON, "-m", "compiler"]
 def _in_process(project: Path) -> tuple[float, float]:
     """The same check without interpreter start-up, split into the compile and the comparison."""
     from compiler.config import load_config
-    from compiler.diagnostics import Diagnostics
     from compiler.drift.check import check_build
+    from compiler.infra.diagnostics import Diagnostics
     from compiler.pipeline import compile_project
 
     config = load_config(project / "toolc.yaml")

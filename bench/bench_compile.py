@@ -58,7 +58,7 @@ from compiler.commands import compile as _command  # what `toolc compile` import
 from compiler.commands.support import parse_targets
 from compiler.config import Config
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
-from compiler.progress import Progress
+from compiler.infra.progress import Progress
 
 class StageClock(Progress):
     def __init__(self):

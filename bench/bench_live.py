@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.config import ServerConfig  # noqa: E402
-from compiler.diagnostics import Diagnostics  # noqa: E402
+from compiler.infra.diagnostics import Diagnostics  # noqa: E402
 from compiler.sources.mcp_live import list_servers  # noqa: E402
 
 EDGE = str(ROOT / "tests" / "servers" / "edge_stdio.py")

@@ -33,8 +33,9 @@ SPLIT_RUN = r"""
 import json, sys, time
 from pathlib import Path
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, read_catalog
+from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import lower_target
 from compiler.refs import RefResolver
 config = Config(root=Path.cwd())
@@ -43,10 +44,10 @@ resolver = RefResolver(diagnostics)
 t0 = time.perf_counter()
 catalog = read_catalog(config, adhoc_inputs([Path(sys.argv[1])], Path.cwd()), resolver, diagnostics)
 t1 = time.perf_counter()
-shared, phases = {}, {}
+cache, phases = LoweringCache(), {}
 for target in sys.argv[2:]:
     start = time.perf_counter()
-    result = lower_target(catalog, resolver, target, config, shared)
+    result = lower_target(catalog, resolver, target, config, cache)
     phases[target] = round(time.perf_counter() - start, 3)
 print(json.dumps({"tools": len(catalog.tools), "read_s": round(t1 - t0, 3), "lower_s": phases}))
 """

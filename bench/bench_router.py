@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.config import OpenApiConfig  # noqa: E402
-from compiler.diagnostics import Diagnostics  # noqa: E402
+from compiler.infra.diagnostics import Diagnostics  # noqa: E402
+from compiler.infra.loading import load_document  # noqa: E402
 from compiler.ir import Catalog  # noqa: E402
-from compiler.loading import load_document  # noqa: E402
 from compiler.sources.openapi import read_openapi  # noqa: E402
 from tests.support.loopback import KeepAliveHandler, loopback_http  # noqa: E402
 from tests.support.paths import FIXTURES  # noqa: E402

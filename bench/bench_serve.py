@@ -333,8 +333,8 @@ asyncio.run(main())
 
 
 def listing(document: Path, with_peer: bool) -> None:
-    from compiler.codegen.router import generate_router
-    from compiler.loading import load_document
+    from compiler.codegen.router.router_package import generate_router
+    from compiler.infra.loading import load_document
     from compiler.sources.openapi import read_openapi
     from tests.support.router import make_build
 
@@ -370,7 +370,7 @@ def listing(document: Path, with_peer: bool) -> None:
 
 
 def _catalog(document: Path, load_document: Any, read_openapi: Any) -> Any:
-    from compiler.diagnostics import Diagnostics
+    from compiler.infra.diagnostics import Diagnostics
     from compiler.ir import Catalog
 
     source, tools = read_openapi(load_document(document), source_id="api", location=str(document),

@@ -35,10 +35,10 @@ PEERS = {
 
 def toolc(document: Path, out: Path) -> dict[str, object]:
     from compiler.build import Build
-    from compiler.codegen.router import generate_router
-    from compiler.codegen.stubs import generate_stubs
+    from compiler.codegen.router.router_package import generate_router
+    from compiler.codegen.stubs.stub_packages import generate_stubs
     from compiler.config import Config
-    from compiler.diagnostics import Diagnostics
+    from compiler.infra.diagnostics import Diagnostics
     from compiler.pipeline import adhoc_inputs, read_catalog
     from compiler.refs import RefResolver
 

@@ -21,11 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.config import Config  # noqa: E402
-from compiler.diagnostics import Diagnostics  # noqa: E402
+from compiler.infra.diagnostics import Diagnostics  # noqa: E402
 from compiler.pipeline import adhoc_inputs, read_catalog  # noqa: E402
 from compiler.providers.lower import lower_target  # noqa: E402
 from compiler.providers.registry import PROVIDERS  # noqa: E402
-from compiler.providers.validate import validate  # noqa: E402
 from compiler.refs import RefResolver  # noqa: E402
 
 CORPUS = [*sorted((ROOT / "fixtures/mcp").glob("*.json")),
@@ -55,10 +54,10 @@ def measure(path: Path) -> dict[str, object]:
     diagnostics = Diagnostics()
     resolver = RefResolver(diagnostics)
     catalog = read_catalog(config, adhoc_inputs([path], ROOT), resolver, diagnostics)
-    result = lower_target(catalog, resolver, TARGET, config, {})
+    result = lower_target(catalog, resolver, TARGET, config)
     dialect = PROVIDERS[TARGET]
     strict = [item for item in result.lowered if item.strict]
-    valid = sum(1 for item in strict if not validate(dialect, item.definition))
+    valid = sum(1 for item in strict if not dialect.check(item.definition))
     optional = nullable = 0
     for item in strict:
         total, ok = _optional_nullable(item.parameters or {}, item.tool.input_schema)

@@ -2,6 +2,7 @@
 
     Build.catalog      the IR (sources stage)
     Build.providers    {target: TargetOutput}: lowered definitions and name map per target (providers stage)
+    Build.fit          {target: FitOutput}: token counts, toolsets and forms per target (fit stage)
     Build.codegen      CodegenRecord: what code generation wrote, for the cache beside the output (codegen stage)
     Build.lock         LockData: the hashes `toolc.lock` holds (the last stage; `toolc check` compares them)
     Build.files        every output file, by path relative to the output folder
@@ -12,16 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.output import FileSet
+from compiler.infra.progress import Progress
 from compiler.ir import Catalog, JsonObject
-from compiler.output import FileSet
-from compiler.progress import Progress
+from compiler.refs import RefResolver
 
-if TYPE_CHECKING:
-    from compiler.refs import RefResolver
 
 class LockEntry(TypedDict):
     ir: str
@@ -37,20 +37,57 @@ class LockData(TypedDict):
     tools: dict[str, LockEntry]
 
 
+class Span(NamedTuple):
+    """Where one definition sits in a target's tools array, and its tokens (`providers.spans`)."""
+
+    offset: int
+    length: int
+    tokens: int
+    """The definition on its own, as toolc writes JSON (`canonical_json`): the per-tool figure."""
+    inner: int
+    """Its lines but the first and the last, as indented inside the array."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each definition of one target's tools array sits (by tool id, in file order), and its tokens: a few
+    numbers per tool, sent back from the worker instead of the definitions."""
+
+    target: str
+    spans: dict[str, Span]
+
+
 @dataclass(frozen=True)
 class TargetOutput:
-    """One target's result, as emitted: what codegen, the lock and the pytest plugin read."""
+    """One target's result, as the providers stage made it: what the fit stage, codegen, the lock and the pytest
+    plugin read. No later stage changes it."""
 
     target: str
     tools: Mapping[str, JsonObject]
-    """Tool id → the definition exactly as in `schemas/<target>.json`."""
+    """Tool id → the definition exactly as lowered, in the tools array (decoded from `array` on first read)."""
     names: JsonObject
     """The reverse name map (`schemas/<target>.names.json`, format in `providers.namemap`)."""
     summary: Mapping[str, Any]
-    """Sizes for `--report`: tools, strict, bytes, losses; the fit stage adds tokens and toolsets."""
+    """Sizes for `--report`: tools, strict, bytes, losses (the fit stage's figures are in `FitOutput`)."""
+    array: Path
+    """The tools array (the SDK's `tools` argument) as written, in the build's spool folder."""
+    layout: Layout
+    """Where each definition sits in `array`, and its tokens (the fit stage cuts toolset files from it)."""
+    fits_one_request: bool
+    """Every tool fits one request (the provider's tool limit): `schemas/<target>.json` holds the tools array;
+    when they do not, the fit stage writes the discovery form there instead (TC771). Decided here, once."""
     digests: Mapping[str, str] = field(default_factory=dict)
     """Tool id → `drift.lock.digest` of its definition, computed where it was lowered so that the lock never
     needs the definitions back (`tools` is decoded only when something reads it)."""
+
+
+@dataclass(frozen=True)
+class FitOutput:
+    """One target's figures from the fit stage (`fit.forms`)."""
+
+    target: str
+    summary: Mapping[str, Any]
+    """For `--report`: tokens, tokens_method, toolsets, fits_one_request and the forms (`forms`)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +116,7 @@ class Build:
     previous_codegen: CodegenRecord | None = None
     """The codegen cache entry found beside the output folder, if any."""
     providers: dict[str, TargetOutput] = field(default_factory=dict)
+    fit: dict[str, FitOutput] = field(default_factory=dict)
     codegen: CodegenRecord | None = None
     lock: LockData | None = None
     progress: Progress = field(default_factory=Progress)
@@ -98,10 +136,15 @@ class Build:
             raise ValueError(f"two stages write {path}")
         self.files[path] = content
 
+    def summary(self, target: str) -> dict[str, Any]:
+        """One target's figures: the providers stage's sizes, then the fit stage's tokens and forms."""
+        fit = self.fit.get(target)
+        return {**self.providers[target].summary, **(fit.summary if fit is not None else {})}
+
     def report_extra(self) -> dict[str, Any]:
         """What `--report` adds to the diagnostics: per-target sizes and tokens, each
         toolset's per target, and every output file's size in bytes."""
-        extra: dict[str, Any] = {"targets": {target: dict(output.summary) for target, output in self.providers.items()}}
+        extra: dict[str, Any] = {"targets": {target: self.summary(target) for target in self.providers}}
         index = self.files.get("schemas/toolsets/index.json")
         if index is not None:
             import orjson

@@ -16,13 +16,13 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
-from compiler.diagnostics import CompilerError, Diagnostic, Severity
-from compiler.limits import Limits
-from compiler.loading import load_document
-from compiler.providers.registry import ALIASES, TARGETS
+from compiler.infra.detect import detect_kind
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.limits import Limits
+from compiler.infra.loading import load_document
+from compiler.infra.suggest import did_you_mean, nearest
 from compiler.server_shapes import ShapeError, normalize_server_shapes
-from compiler.sources.detect import detect_kind
-from compiler.suggest import did_you_mean, nearest
+from compiler.targets import ALIASES, TARGETS
 
 INVALID_CONFIG = "TC110"
 DUPLICATE_SOURCE = "TC106"
@@ -32,7 +32,7 @@ PROJECT_FILE_ERRORS = frozenset({INVALID_CONFIG, DUPLICATE_SOURCE, UNKNOWN_TARGE
 
 DEFAULT_CONFIG_NAME = "toolc.yaml"
 ALL_TARGETS = TARGETS
-"""Every compile target, in the registry's order (`compiler.providers.registry`)."""
+"""Every compile target, in the registry's order (`compiler.targets`)."""
 RISK_LABELS = ("low", "medium", "high", "critical")
 
 
@@ -151,7 +151,7 @@ class ProvidersConfig(_Strict):
 
 
 class ToolsetsConfig(_Strict):
-    """How tools are grouped into toolsets (`compiler.providers.toolsets`): each fits its provider's request limits
+    """How tools are grouped into toolsets (`compiler.fit.toolsets`): each fits its provider's request limits
     and is written as `schemas/toolsets/<name>.<target>.json`."""
 
     group_by: Literal["auto", "tag", "path", "server"] = "auto"
@@ -203,7 +203,7 @@ class AuditConfig(_Strict):
     """Where the generated router keeps its audit trail: SQLite per process (`policy.audit_db`) unless a DSN."""
 
     dsn: str | None = None
-    """A PostgreSQL DSN for the whole fleet, usually `${ENV}` (`codegen.router_audit`: a literal password is
+    """A PostgreSQL DSN for the whole fleet, usually `${ENV}` (`codegen.router.audit`: a literal password is
     refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
 
 
@@ -247,7 +247,7 @@ class Config(_Strict):
         return value
     audit: AuditConfig = AuditConfig()
     limits: Limits = Limits()
-    """Resource limits (`compiler.limits`): document size, nesting, aliases, numbers, names, memory."""
+    """Resource limits (`compiler.infra.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True
     """Emit typed Python stubs and the router under `<output>/python/`."""
 

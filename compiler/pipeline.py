@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler import limits
 from compiler.build import Build
+from compiler.catalog_json import emit_catalog
 from compiler.codegen.cache import load_record, save_record
-from compiler.codegen.emit import emit_python
+from compiler.codegen.python import emit_python
 from compiler.config import (
     DUPLICATE_SOURCE,
     UNKNOWN_TARGET,
@@ -26,21 +26,21 @@ from compiler.config import (
     RecordingConfig,
     ServerConfig,
 )
-from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.lock import emit_lock
-from compiler.emit import emit_catalog
+from compiler.fit.forms import emit_fit
 from compiler.incremental import project as project_cache
+from compiler.infra import limits
+from compiler.infra.detect import detect_kind
+from compiler.infra.diagnostics import CompilerError, Diagnostics
+from compiler.infra.loading import recording_reads
+from compiler.infra.output import OutputFolder, write_tree
+from compiler.infra.progress import Progress
 from compiler.ir import Catalog, Source, Tool
-from compiler.loading import recording_reads
-from compiler.output import OutputFolder, write_tree
 from compiler.policy import UNMATCHED_POLICY_PATTERN, unmatched_policy_patterns
 from compiler.preset_secrets import warn_literal_secret_presets
-from compiler.progress import Progress
-from compiler.providers.emit import emit_providers
-from compiler.providers.fit import emit_fit
 from compiler.providers.registry import PROVIDERS
+from compiler.providers.schemas import emit_providers
 from compiler.refs import RefResolver
-from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 
@@ -175,7 +175,7 @@ def compile_project(
     """Run every stage in memory. Nothing is written: see `write_build`. `progress` hears each stage (one step
     per stage and per target; the caller ends it after writing).
 
-    The compile runs under the project's limits (`compiler.limits`), including its memory budget: running out
+    The compile runs under the project's limits (`compiler.infra.limits`), including its memory budget: running out
     of it anywhere is the diagnostic TC139, and the stages after it do not run."""
     with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb), recording_reads() as reads:
         build = _compile(config, inputs, targets=targets, live=live, out_dir=out_dir, progress=progress or Progress())
@@ -241,7 +241,7 @@ def _providers(build: Build) -> None:
 
 
 def _fit(build: Build) -> None:
-    emit_fit(build)                            # toolsets, discovery/deferred forms, token counts, budgets
+    build.fit = emit_fit(build)                # toolsets, discovery/deferred forms, token counts, budgets
 
 
 def _codegen(build: Build) -> None:

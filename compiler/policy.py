@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from compiler.infra.suggest import did_you_mean
 from compiler.ir import Annotations, HttpBinding, RiskLevel, Tool
-from compiler.suggest import did_you_mean
 
 # Seed 000, MCPAdapter: keyword → level, checked from the most severe down.
 RISK_KEYWORDS: tuple[tuple[RiskLevel, tuple[str, ...]], ...] = (

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from compiler.config import Config, ToolFilter
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.sources.mcp_env import MIN_SECRET_LENGTH, looks_secret
 
 LITERAL_SECRET_PRESET = "TC111"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compiler.config import PolicyConfig, config_from_data
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from tests.support.cli import run_toolc
 
 

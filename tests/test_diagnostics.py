@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, fields
 
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.infra.diagnostics import Diagnostic, Severity
 
 
 def test_to_json_is_every_field_in_order_with_the_severity_as_text() -> None:

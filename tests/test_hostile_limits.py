@@ -20,11 +20,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.codegen.models import split_source_lines
-from compiler.codegen.patterns import drop_bad_patterns
-from compiler.diagnostics import CompilerError
-from compiler.limits import Limits, use
-from compiler.loading import parse_document
+from compiler.codegen.stubs.models import split_source_lines
+from compiler.codegen.stubs.patterns import drop_bad_patterns
+from compiler.infra.diagnostics import CompilerError
+from compiler.infra.limits import Limits, use
+from compiler.infra.loading import parse_document
 from tests.support.paths import ROOT, SERVERS
 
 CAP_MB = 1536
@@ -222,7 +222,7 @@ def test_yaml_past_the_parser_own_depth_limit_is_tc131(text: str) -> None:
 @settings(derandomize=True, max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", "\x0c", "\u2028", "\x85", " "]), max_size=40).map("".join))
 def test_linear_line_splitting_matches_the_generator(text: str) -> None:
-    from compiler.codegen import models
+    from compiler.codegen.stubs import models
 
     models._linear_line_splitting()
     (original,) = models._REPLACED[:1] or [None]
@@ -281,7 +281,7 @@ _LIST_LIVE = """
 import json, sys
 from pathlib import Path
 from compiler.config import ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.sources.mcp_live import fetch_listings
 edge, modes = sys.argv[1], sys.argv[2:]
 servers = [ServerConfig(id=m, command=(sys.executable, edge, m), timeout_ms=3000) for m in modes]
@@ -319,8 +319,8 @@ def test_fuzz_slice(tmp_path: Path) -> None:
 
 
 def test_resolution_looks_at_the_memory_budget() -> None:
-    from compiler import limits
-    from compiler.diagnostics import Diagnostics
+    from compiler.infra import limits
+    from compiler.infra.diagnostics import Diagnostics
     from compiler.refs import RefResolver
 
     resolver = RefResolver(Diagnostics())
@@ -334,8 +334,8 @@ def test_resolution_looks_at_the_memory_budget() -> None:
 
 
 def test_a_spent_budget_stops_the_stages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from compiler import limits
     from compiler.config import config_from_data
+    from compiler.infra import limits
     from compiler.pipeline import compile_project
 
     _write(tmp_path, "doc.yaml", _openapi("{type: object, properties: {a: {type: string}}}"))

@@ -17,4 +17,4 @@ def test_every_subpackage_is_listed_in_pyproject() -> None:
     }
     assert sorted(found - listed) == []
     assert config["package-dir"]["compiler.templates"] == "templates"
-    assert "codegen/formatter_settings/pyproject.toml" in config["package-data"]["compiler"]
+    assert "codegen/stubs/formatter_settings/pyproject.toml" in config["package-data"]["compiler"]

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen import emit as codegen_emit
-from compiler.codegen import stub_functions
+from compiler.codegen import python as codegen_emit
+from compiler.codegen.stubs import stub_functions
 from compiler.config import Config
-from compiler.output import read_tree
-from compiler.parallel import Background, can_fork, cores, fork_each
+from compiler.infra.output import read_tree
+from compiler.infra.parallel import Background, can_fork, cores, fork_each
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.support.paths import FIXTURES
 from tests.support.synthetic import MID, synthetic_openapi

@@ -19,12 +19,12 @@ from typing import Any, Literal
 import pytest
 
 from compiler.config import Config, ProvidersConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project, read_catalog
 from compiler.providers import codes
+from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import TargetResult, lower_target
-from compiler.providers.registry import PROVIDERS, TARGETS
-from compiler.providers.validate import validate
+from compiler.providers.registry import PROVIDERS, TARGETS, validate
 from compiler.refs import RefResolver
 from tests.support.cli import run_toolc
 from tests.support.paths import ROOT
@@ -84,8 +84,8 @@ def test_a_tool_over_the_inline_budget_shares_defs_or_is_left_out(tmp_path: Path
         diagnostics = Diagnostics()
         resolver = RefResolver(diagnostics)
         catalog = read_catalog(config, adhoc_inputs([spec], tmp_path), resolver, diagnostics)
-        shared: dict[tuple[str, ...], object] = {}
-        return {target: lower_target(catalog, resolver, target, config, shared) for target in ("anthropic", "gemini")}
+        cache = LoweringCache()
+        return {target: lower_target(catalog, resolver, target, config, cache) for target in ("anthropic", "gemini")}
 
     results = lowered(10_000)
     gemini = results["gemini"]
@@ -185,7 +185,7 @@ def test_no_progress_in_a_pipe_nor_under_quiet(tmp_path: Path) -> None:
 
 
 def test_big_provider_files_are_spooled_not_held(tmp_path: Path) -> None:
-    from compiler.output import FileSet
+    from compiler.infra.output import FileSet
 
     spec, _ = _write(tmp_path, MID)
     build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path),
@@ -199,8 +199,8 @@ def test_big_provider_files_are_spooled_not_held(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("operations", [0, 1, 12])
 def test_streamed_provider_files_are_the_canonical_encoding(tmp_path: Path, operations: int) -> None:
+    from compiler.infra.serialize import canonical_json
     from compiler.providers import tokens
-    from compiler.serialize import canonical_json
 
     spec, _ = _write(tmp_path, operations, oversize=operations == 12)
     build = compile_project(Config(root=tmp_path, codegen=False), adhoc_inputs([spec], tmp_path), targets=TARGETS,
@@ -209,7 +209,7 @@ def test_streamed_provider_files_are_the_canonical_encoding(tmp_path: Path, oper
         written = build.files[f"schemas/{target}.json"]
         tools = json.loads(written)
         assert written == canonical_json(tools), target
-        summary = build.providers[target].summary
+        summary = build.summary(target)
         assert summary["bytes"] == len(written)
         if summary["fits_one_request"]:  # the file holds the tools themselves: its tokens are counted exactly
             assert summary["tokens"] == tokens.count_bytes(written)
@@ -221,9 +221,9 @@ def test_toolset_files_cut_by_the_workers_equal_encoding_every_tool_again(tmp_pa
     (split into toolsets, OpenAI and Gemini over their request limits), both give the same bytes and tokens."""
     import bpe_openai
 
+    from compiler.infra.serialize import canonical_json
     from compiler.providers import tokens
-    from compiler.providers.emit import tools_array
-    from compiler.serialize import canonical_json
+    from compiler.providers.schemas import tools_array
 
     encoding = bpe_openai.get_encoding("o200k_base")
     spec, _ = _write(tmp_path, MID, oversize=True)
@@ -234,7 +234,7 @@ def test_toolset_files_cut_by_the_workers_equal_encoding_every_tool_again(tmp_pa
     assert len(index["toolsets"]) > 2
     for target in TARGETS:
         again = {item.tool.id: item.definition  # the old path: every definition in hand, encoded again
-                 for item in lower_target(build.catalog, build.resolver, target, build.config, {}).lowered}
+                 for item in lower_target(build.catalog, build.resolver, target, build.config).lowered}
         for name, entry in index["toolsets"].items():
             row = entry["targets"][target]
             ids = [tool_id for tool_id in entry["tools"] if tool_id in again]

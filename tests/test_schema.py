@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.codegen.models import _walk as codegen_walk
-from compiler.diagnostics import Diagnostics
+from compiler.codegen.stubs.models import _walk as codegen_walk
+from compiler.infra.diagnostics import Diagnostics
 from compiler.providers.validate import iter_nodes
 from compiler.refs import RefResolver
 from compiler.schema import (

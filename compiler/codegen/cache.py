@@ -23,8 +23,8 @@ from pathlib import Path
 import orjson
 
 from compiler.build import Build, CodegenRecord
-from compiler.diagnostics import Diagnostic
-from compiler.serialize import canonical_json, catalog_to_json, compact_json
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.serialize import canonical_json, catalog_to_json, compact_json
 
 CACHE_DIR = ".toolc-cache"
 CACHE_FORMAT = 1
@@ -45,7 +45,7 @@ def generator_identity() -> str:
     digest = hashlib.sha256()
     code = Path(__file__).resolve().parent
     templates = templates_dir()
-    for root, pattern in ((code, "*.py"), (templates, "**/*.jinja")):
+    for root, pattern in ((code, "**/*.py"), (templates, "**/*.jinja")):
         for path in sorted(root.glob(pattern)):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     for name, path in static_files().items():  # copied verbatim into the router, some from outside codegen/
@@ -56,10 +56,10 @@ def generator_identity() -> str:
 
 
 def static_files() -> dict[str, Path]:
-    """The router's verbatim files (`codegen.router.static_files`). Imported on first call, as `emit.py` imports the
+    """The router's verbatim files (`codegen.router.router_package.static_files`). Imported on first call, as `python.py` imports the
     generators: jinja2 and the router's modules are loaded by compiles that generate code, not by the pipeline
     (`--no-codegen`, `codegen: false`, catalog only)."""
-    from compiler.codegen.router import static_files as router_static_files
+    from compiler.codegen.router.router_package import static_files as router_static_files
 
     return router_static_files()
 

@@ -2,7 +2,7 @@
 
 StrictUndefined: a template that names a missing variable fails the compile instead of emitting "".
 Autoescape is off (we emit Python, not HTML); every value that reaches a template as Python source goes
-through `pyrepr` (a string literal) or is an identifier already sanitised by `codegen.identifiers`.
+through `pyrepr` (a string literal) or is an identifier already sanitised by `codegen.stubs.identifiers`.
 """
 
 from __future__ import annotations

@@ -20,15 +20,15 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config
-from compiler.diagnostics import Diagnostics
 from compiler.drift.check import check_build, refresh_command
 from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
 from compiler.drift.rules import Level
 from compiler.incremental.project import prove_unchanged
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog
-from compiler.pipeline import Input, check_targets, compile_project
+from compiler.pipeline import Input, adhoc_inputs, check_targets, compile_project
 
 _FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)
 _FORMAT = click.Choice(list(FORMATS))
@@ -97,8 +97,6 @@ def _finish_if_unchanged(config: Config, inputs: list[Input] | None, out_dir: Pa
 
 def compile_alone(path: Path) -> Catalog:
     """Compile one OpenAPI document or MCP listing in memory (no targets, no codegen) into its catalog."""
-    from compiler.pipeline import adhoc_inputs, compile_project
-
     root = Path.cwd()
     config = Config(root=root, codegen=False, targets=())
     with tempfile.TemporaryDirectory(prefix="toolc-diff-") as empty:

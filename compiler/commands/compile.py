@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from compiler.build import Build
+from compiler.catalog_json import report
 from compiler.commands.support import (
     failed,
     failure_exit_code,
@@ -18,12 +19,11 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import ALL_TARGETS
-from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
-from compiler.emit import report
-from compiler.providers.fit import budgets
-from compiler.providers.guide import FORM_NAMES, chosen_form
+from compiler.fit.forms import budgets
+from compiler.fit.guide import FORM_NAMES, chosen_form
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.serialize import canonical_json
 from compiler.providers.registry import ALIASES
-from compiler.serialize import canonical_json
 
 CANNOT_WRITE_REPORT = "TC760"
 
@@ -48,8 +48,8 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
     """Compile the project (or the OpenAPI documents / recorded listings given as PATHs) into the output folder.
 
     On a terminal, a progress bar on stderr shows the running stage (not with --quiet, nor in a pipe)."""
+    from compiler.infra.progress import for_terminal
     from compiler.pipeline import compile_project, write_build
-    from compiler.progress import for_terminal
 
     try:
         config, inputs = load_inputs(paths, config_path)
@@ -97,8 +97,7 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
 def what_to_send(build: Build) -> str:
     """`target: file` for each target that should not get every tool at once (empty when every target can)."""
     limits = budgets(build)
-    chosen = {target: chosen_form(output.summary["forms"], limits.get(target))
-              for target, output in sorted(build.providers.items()) if "forms" in output.summary}
+    chosen = {target: chosen_form(fit.summary["forms"], limits.get(target)) for target, fit in sorted(build.fit.items())}
     return "; ".join(f"{target} {FORM_NAMES[form]}" for target, form in chosen.items() if form != "all")
 
 

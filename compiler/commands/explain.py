@@ -13,18 +13,18 @@ import click
 
 from compiler.commands.support import guarded, inputs_options, load_inputs, parse_targets
 from compiler.config import ALL_TARGETS, Config, OpenApiConfig
-from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.fit.forms import REVERSIBLE, limit_for
+from compiler.fit.toolsets import plan_toolsets
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.serialize import canonical_json
 from compiler.ir import Catalog, Tool
 from compiler.policy import is_read_only
 from compiler.providers import codes
-from compiler.providers.dialect import LowerEnv
-from compiler.providers.fit import REVERSIBLE, limit_for
+from compiler.providers.dialect import lower_env
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.names import assign_names
 from compiler.providers.registry import ALIASES, PROVIDERS
 from compiler.providers.tokens import count_json, method
-from compiler.providers.toolsets import plan_toolsets
-from compiler.serialize import canonical_json
 from compiler.sources.openapi.risk import assess
 
 
@@ -61,14 +61,13 @@ def close_matches(tools: Sequence[Tool], wanted: str, limit: int = 3) -> list[st
 
 
 def explain(config: Config, catalog: Catalog, resolver: Any, tool: Tool, target: str) -> dict[str, Any]:
-    names, name_diagnostics = assign_names(catalog.tools, target, config.names)
+    names, name_diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
     losses = [d for d in name_diagnostics if d.tool == tool.id]
     result: dict[str, Any] = {"tool": tool.id, "provider": target, "source_schema": tool.input_schema}
     if tool.id not in names:
         result.update(name=None, definition=None)
     else:
-        env = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth,
-                       config.providers.model_dump(), fail_fast=False)
+        env = lower_env(resolver, catalog.definitions_for(tool), config, fail_fast=False)
         lowered, entry, diagnostics = lower_tool(target, tool, names[tool.id], env,
                                                  strict=wants_strict(target, config))
         losses += diagnostics

@@ -33,11 +33,11 @@ from compiler.commands.support import (
     print_diagnostics,
 )
 from compiler.config import DEFAULT_CONFIG_NAME, Config, OpenApiConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.serialize import canonical_json
 from compiler.ir import Tool
 from compiler.policy import is_read_only
 from compiler.providers.ranking import SearchEntry, SearchIndex
-from compiler.serialize import canonical_json
 from compiler.sources.openapi.risk import assess
 from compiler.sources.recording import read_recording
 

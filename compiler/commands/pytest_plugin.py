@@ -28,9 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _compiled_tools(config_path: Path, target: str) -> dict[str, Any]:
     from compiler.config import load_config
-    from compiler.diagnostics import CompilerError
+    from compiler.infra.diagnostics import CompilerError
+    from compiler.infra.serialize import tool_to_json
     from compiler.pipeline import compile_project
-    from compiler.serialize import tool_to_json
 
     try:
         config = load_config(config_path)

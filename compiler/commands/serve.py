@@ -23,7 +23,7 @@ import click
 
 from compiler.commands.support import guarded, load_project
 from compiler.config import DEFAULT_CONFIG_NAME
-from compiler.diagnostics import CompilerError, Diagnostic, Severity
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Severity
 
 REFUSED = "TC680"
 NOT_COMPILED = "TC681"

@@ -16,17 +16,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from compiler.config import DEFAULT_CONFIG_NAME, PROJECT_FILE_ERRORS, Config, config_from_data, input_kind
-from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
-from compiler.loading import load_document
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.loading import load_document
+from compiler.pipeline import Input
 from compiler.providers.registry import ALIASES
-
-if TYPE_CHECKING:
-    from compiler.pipeline import Input
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C

@@ -13,13 +13,13 @@ from typing import Any
 import orjson
 
 from compiler.build import Build
-from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.codes import NO_CATALOG, NO_LOCK
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.lock import LOCK_FILE, lock_data, parse_lock
 from compiler.drift.rules import Change
+from compiler.infra.diagnostics import CompilerError, Diagnostics
+from compiler.infra.serialize import catalog_from_json
 from compiler.ir import Catalog, Tool
-from compiler.serialize import catalog_from_json
 
 CATALOG_FILE = "catalog.json"
 

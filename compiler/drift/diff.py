@@ -17,9 +17,9 @@ from compiler.drift.canonical import canonical_tools
 from compiler.drift.rules import AUDIENCES, RULES, Change, Level
 from compiler.drift.schema_diff import SchemaDiff
 from compiler.drift.schemas import RefsCache, SchemaView, dirty_definitions
+from compiler.infra.serialize import compact_json
 from compiler.ir import Annotations, Catalog, HttpBinding, Tool
 from compiler.schema import IdentityMemo
-from compiler.serialize import compact_json
 
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # MCP's defaults for absent hints, and which way is riskier for a policy-checked router.

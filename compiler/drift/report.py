@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from compiler.drift.diff import DriftReport
 from compiler.drift.rules import Change, Level
-from compiler.serialize import canonical_json
+from compiler.infra.serialize import canonical_json
 
 FORMATS = ("text", "markdown", "json", "github")
 

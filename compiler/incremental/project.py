@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
 from compiler.incremental import store
-from compiler.loading import file_digest
-from compiler.output import FileSet, OutputFolder
-from compiler.serialize import compact_json
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import file_digest
+from compiler.infra.output import FileSet, OutputFolder
+from compiler.infra.serialize import compact_json
 
 KIND = "project"
 _CHUNK = 1 << 20

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from compiler.diagnostics import Diagnostics
 from compiler.incremental import identity
+from compiler.infra.diagnostics import Diagnostics
 
 CACHE_DIR = ".toolc-cache"
 STORE_FORMAT = 1

@@ -1,18 +1,17 @@
 """Provider lowering: IR tools → OpenAI (Chat Completions, Responses), Claude and Gemini tool definitions.
 
-    registry.py  PROVIDERS: the one list of targets every other list derives from
+    registry.py  PROVIDERS: target name (`compiler/targets.py`) → dialect; every per-target list derives from it
     dialect.py   the `Dialect` base class (flags, name rules, passes, budgets, the template `lower()`)
     openai.py · anthropic.py · gemini.py   one `Dialect` subclass each
     lower.py     per target: names → per-tool lowering (strict, else loose) → validation → request limits
     base.py      the one walker, `Capabilities` flags, loss reporting;  passes.py / hoist.py: shared passes
-    validate.py  one rule-based validator per provider (every emitted definition passes it)
+    validate.py  generic validation rules; each dialect composes its own (every emitted definition passes it)
     names.py     manglers, server prefix, namesake strategy;  namemap.py: the reverse map + `arguments_to_wire`
-    emit.py      `emit_providers` → {target: TargetOutput} (schemas/<target>.json, .names.json, report sizes)
+    schemas.py   `emit_providers` → {target: TargetOutput} (schemas/<target>.json, .names.json, report sizes)
     transforms.py  reversible strict transforms (maps → {key, value} entries, free-form → JSON strings)
     descriptions.py · examples.py   boundary cuts; Claude `input_examples` from valid document examples
-    fit.py       `emit_fit`: toolsets (toolsets.py), discovery (discovery.py) and the providers' deferred forms
-                 (deferred.py; OpenAI namespaces: namespaces.py), tokens (tokens.py, o200k_base offline), budgets,
-                 schemas/toolsets/index.json
+    tokens.py · spans.py   token counts (o200k_base offline); where each definition sits in a tools array
+    (the fit stage, `emit_fit`, is `compiler/fit/`: toolsets, discovery and deferred forms, budgets)
     codes.py     TC401-TC449, TC770-TC779 and their severities  (`toolc explain` is `compiler/commands/explain.py`)
 """
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from compiler import targets
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, names
 from compiler.providers.base import (
@@ -38,9 +39,22 @@ from compiler.providers.passes import (
     openapi_nullable,
     split_type_list,
 )
-
-if TYPE_CHECKING:
-    from compiler.providers.validate import Violation
+from compiler.providers.validate import (
+    NodeRule,
+    Violation,
+    allow_list,
+    check_nodes,
+    closed_objects,
+    formats,
+    local_refs,
+    min_items_01,
+    name_rule,
+    no_refs,
+    no_type_lists,
+    primitive_enum,
+    root_object,
+    well_formed,
+)
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 KEY = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
@@ -123,9 +137,15 @@ MAX_REQUEST_BYTES = 32_000_000
 """The Messages API's request size limit (32 MB)."""
 
 
+LOOSE_RULES: tuple[NodeRule, ...] = (well_formed, no_refs, no_type_lists)
+STRICT_RULES: tuple[NodeRule, ...] = (*LOOSE_RULES, allow_list(STRICT_KEYWORDS, "strict-keywords"),
+                                      formats(STRICT_FORMATS), closed_objects, min_items_01, primitive_enum)
+SHARED_RULES: tuple[NodeRule, ...] = (well_formed, local_refs, no_type_lists)
+"""Over the inline budget (TC451): shared `$defs`, every `$ref` local."""
+
+
 class AnthropicDialect(Dialect):
-    target = "anthropic"
-    aliases = ("claude",)
+    target = targets.ANTHROPIC
     caps = Capabilities(target=target, name_pattern=NAME)
     mangler = names.ANTHROPIC
     resolution = "inline"
@@ -156,12 +176,33 @@ class AnthropicDialect(Dialect):
                        losses=ctx.losses, problems=ctx.problems, renamed_keys=ctx.renamed_keys)
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
-        from compiler.providers.validate import validate_anthropic  # the validator reads this module's tables
-
-        return validate_anthropic(definition, self)
+        return _validate_tool(definition, self)
 
     def strict_cost(self, parameters: Mapping[str, object]) -> tuple[int, int]:
         return strict_cost(parameters)
+
+
+def _validate_tool(definition: Mapping[str, Any], dialect: Dialect) -> list[Violation]:
+    found = list(name_rule(definition, dialect.caps, "/name"))
+    schema = definition.get("input_schema")
+    found += root_object(schema, "/input_schema", combinators=False)
+    strict = definition.get("strict", False) is True
+    shared = isinstance(schema, Mapping) and "$defs" in schema  # over the inline budget (TC451)
+    rules = SHARED_RULES if shared and not strict else STRICT_RULES if strict else LOOSE_RULES
+    found += check_nodes(schema, rules, "/input_schema")
+    examples = definition.get("input_examples")
+    if examples is not None and isinstance(schema, Mapping):
+        from jsonschema import Draft202012Validator  # only definitions with examples pay for it
+
+        checker = Draft202012Validator(schema)
+        if not isinstance(examples, list) or not all(isinstance(e, dict) and checker.is_valid(e) for e in examples):
+            found.append(Violation("/input_examples", "input-examples", "every input example must be an object that "
+                                   "validates against input_schema"))
+    for key in (schema or {}).get("properties", {}) if isinstance(schema, Mapping) else ():
+        if not KEY.match(key):
+            found.append(Violation(f"/input_schema/properties/{key}", "property-key", "key must match "
+                                   + KEY.pattern))
+    return found
 
 
 def strict_cost(parameters: Mapping[str, object]) -> tuple[int, int]:

@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compiler.diagnostics import Diagnostic
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.codes import severity
 from compiler.refs import escape_token
 from compiler.schema import IdentityMemo, Step, map_subschemas
-from compiler.serialize import compact_json
 
 ANNOTATIONS_TO_DROP = frozenset({"$schema", "$id", "$anchor", "$comment", "example", "xml", "externalDocs",
                                  "discriminator", "deprecated", "readOnly", "writeOnly", "contentEncoding",

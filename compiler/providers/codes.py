@@ -9,7 +9,7 @@ them, and `--strict` should fail on problems that stop a tool from working, not 
 
 from __future__ import annotations
 
-from compiler.diagnostics import Severity
+from compiler.infra.diagnostics import Severity
 
 DESCRIBED = "TC401"
 """A keyword the dialect cannot express was moved into the node's description (the model still reads it)."""

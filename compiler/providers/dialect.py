@@ -13,96 +13,25 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from compiler.diagnostics import CompilerError, Diagnostic
+from compiler.config import Config, ProvidersConfig
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import Capabilities, Checked, Lowering, NodePass, lower_schema
 from compiler.providers.descriptions import cut
 from compiler.providers.inline_budget import InlineSizer
+from compiler.providers.names import Mangler
+from compiler.providers.validate import Violation, checking
+from compiler.refs import RefResolver
 from compiler.refs.codes import RECURSION_PRUNED
 from compiler.schema import IdentityMemo
 
-if TYPE_CHECKING:
-    from compiler.providers.names import Mangler
-    from compiler.providers.validate import Violation
-    from compiler.refs import RefResolver
 
-
-def options_key(options: Mapping[str, object]) -> str:
+def options_key(options: ProvidersConfig) -> str:
     """The project's per-target options as one string (part of the subtree memo's key)."""
-    return repr(sorted(options.items()))
-
-
-@dataclass(frozen=True)
-class LowerEnv:
-    """What a dialect needs besides the tool: the shared resolver and the tool's source definitions."""
-
-    resolver: RefResolver
-    defs: Mapping[str, JsonObject]
-    max_depth: int = 3
-    options: Mapping[str, object] = field(default_factory=dict)
-    """Per-target options from the project file (`providers:` section)."""
-    fail_fast: bool = True
-    """See `Lowering.fail_fast`."""
-    options_key: str = ""
-    """`options` as a memo key part; `__post_init__` fills it unless the caller passes it (`lower_target` computes it
-    once for all its tools)."""
-    shared: dict[tuple[str, ...], object] = field(default_factory=dict)
-    """Results targets may share within one build (Chat Completions and Responses lower parameters once)."""
-
-    def __post_init__(self) -> None:
-        if not self.options_key:
-            object.__setattr__(self, "options_key", options_key(self.options))
-
-    def inline_budget(self) -> int:
-        """`providers.max_inline_nodes` (0: no budget, as for a bare `LowerEnv` in tests)."""
-        value = self.options.get("max_inline_nodes", 0)
-        return value if isinstance(value, int) else 0
-
-    def sizer(self, budget: int) -> InlineSizer:
-        """The build's sizer for these shared definitions (definition sizes are kept across tools and targets)."""
-        key = ("inline-sizer", str(id(self.defs)), str(budget), str(self.max_depth))
-        found = self.shared.get(key)
-        if not isinstance(found, InlineSizer) or found.defs is not self.defs:
-            found = self.shared[key] = InlineSizer(self.resolver, self.defs, budget, self.max_depth)
-        return found
-
-    def checked(self, family: str) -> Checked:
-        """Subtrees the validator already passed for this dialect family (see `validate.Checked`)."""
-        key = ("checked", family)  # targets of one family (Chat Completions, Responses) share their node rules
-        found = self.shared.get(key)
-        if not isinstance(found, Checked):
-            found = self.shared[key] = Checked()
-        return found
-
-    def inline(self, tool: Tool, ctx: Lowering, code: str = codes.RECURSION_PRUNED) -> JsonObject:
-        """`resolver.inline` for `tool`, with the recursion it pruned reported as this target's loss (TC419)."""
-        schema = self.resolver.inline(tool.input_schema, self.defs, max_depth=self.max_depth, source=tool.source,
-                                      tool=tool.id)
-        index = self.shared.get(("pruned",))
-        if not isinstance(index, _PrunedIndex):
-            index = self.shared[("pruned",)] = _PrunedIndex()
-        for pointer, message in index.lookup(self.resolver.diagnostics.items, tool.id):
-            ctx.loss(code, pointer, f"recursion cut at depth {self.max_depth}: {message}")
-        return schema
-
-    def memo(self, target: str, strict: bool) -> dict[Any, Any]:
-        """A memo of one target and mode, keyed as its user needs."""
-        key = ("memo", target, str(strict), self.options_key)
-        found = self.shared.get(key)
-        if not isinstance(found, dict):
-            found = self.shared[key] = {}
-        return found
-
-    def node_memo(self, target: str, strict: bool) -> IdentityMemo[Any]:
-        """Results by input-node identity for one target and mode (see `Lowering.memo`)."""
-        key = ("node-memo", target, str(strict), self.options_key)
-        found = self.shared.get(key)
-        if not isinstance(found, IdentityMemo):
-            found = self.shared[key] = IdentityMemo()
-        return found
+    return repr(sorted(options.model_dump().items()))
 
 
 class _PrunedIndex:
@@ -118,6 +47,101 @@ class _PrunedIndex:
                 self.by_tool.setdefault(diagnostic.tool, []).append((diagnostic.pointer, diagnostic.message))
         self.scanned = len(items)
         return self.by_tool.get(tool_id, [])
+
+
+@dataclass(frozen=True)
+class FamilyLowering:
+    """Parameters one dialect family lowered for a tool (Chat Completions and Responses lower them once)."""
+
+    parameters: JsonObject
+    losses: tuple[Diagnostic, ...]
+    description: str
+    shapes: tuple[JsonObject, JsonObject]
+
+
+@dataclass(frozen=True)
+class NotStrictHere:
+    """A tool that cannot be sent strict, recorded as such (the lowering raises `NotStrict` again from it)."""
+
+    problem: tuple[str, str]
+
+
+@dataclass
+class LoweringCache:
+    """What lowerings share within one build: one field per memo (pass the same cache to every target)."""
+
+    malformed: dict[str, list[Violation]] = field(default_factory=dict)
+    """Tool id → what makes its source schema unusable (empty: nothing), checked once for every target."""
+    sizers: dict[tuple[int, int, int], InlineSizer] = field(default_factory=dict)
+    """(shared definitions' id, budget, depth) → the sizer that keeps their sizes across tools and targets."""
+    checked: dict[str, Checked] = field(default_factory=dict)
+    """Dialect family → subtrees its validator already passed."""
+    pruned: _PrunedIndex = field(default_factory=_PrunedIndex)
+    memos: dict[tuple[str, bool, str], dict[Any, Any]] = field(default_factory=dict)
+    """(user, strict, options) → a memo keyed as its user needs."""
+    node_memos: dict[tuple[str, bool, str], IdentityMemo[Any]] = field(default_factory=dict)
+    """(user, strict, options) → results by input-node identity."""
+    family: dict[tuple[str, str, str, bool], FamilyLowering | NotStrictHere] = field(default_factory=dict)
+    """(family, tool id, name, strict) → what the family's first target made of the tool."""
+
+
+@dataclass(frozen=True)
+class LowerEnv:
+    """What a dialect needs besides the tool: the shared resolver and the tool's source definitions. Made by
+    `lower_env`."""
+
+    resolver: RefResolver
+    defs: Mapping[str, JsonObject]
+    max_depth: int
+    options: ProvidersConfig
+    """Per-target options from the project file (`providers:` section)."""
+    options_key: str
+    """`options` as a memo key part (`lower_env` computes it once per project)."""
+    cache: LoweringCache
+    fail_fast: bool = True
+    """See `Lowering.fail_fast`."""
+
+    def inline_budget(self) -> int:
+        """`providers.max_inline_nodes`."""
+        return self.options.max_inline_nodes
+
+    def sizer(self, budget: int) -> InlineSizer:
+        """The build's sizer for these shared definitions (definition sizes are kept across tools and targets)."""
+        key = (id(self.defs), budget, self.max_depth)
+        found = self.cache.sizers.get(key)
+        if found is None or found.defs is not self.defs:
+            found = self.cache.sizers[key] = InlineSizer(self.resolver, self.defs, budget, self.max_depth)
+        return found
+
+    def checked(self, family: str) -> Checked:
+        """Subtrees the validator already passed for this dialect family (see `validate.Checked`); targets of one
+        family (Chat Completions, Responses) share their node rules."""
+        return self.cache.checked.setdefault(family, Checked())
+
+    def inline(self, tool: Tool, ctx: Lowering, code: str = codes.RECURSION_PRUNED) -> JsonObject:
+        """`resolver.inline` for `tool`, with the recursion it pruned reported as this target's loss (TC419)."""
+        schema = self.resolver.inline(tool.input_schema, self.defs, max_depth=self.max_depth, source=tool.source,
+                                      tool=tool.id)
+        for pointer, message in self.cache.pruned.lookup(self.resolver.diagnostics.items, tool.id):
+            ctx.loss(code, pointer, f"recursion cut at depth {self.max_depth}: {message}")
+        return schema
+
+    def memo(self, user: str, strict: bool) -> dict[Any, Any]:
+        """A memo of one user and mode, keyed as its user needs."""
+        return self.cache.memos.setdefault((user, strict, self.options_key), {})
+
+    def node_memo(self, user: str, strict: bool) -> IdentityMemo[Any]:
+        """Results by input-node identity for one user and mode (see `Lowering.memo`)."""
+        return self.cache.node_memos.setdefault((user, strict, self.options_key), IdentityMemo())
+
+
+def lower_env(resolver: RefResolver, defs: Mapping[str, JsonObject], config: Config,
+              cache: LoweringCache | None = None, *, options_text: str = "", fail_fast: bool = True) -> LowerEnv:
+    """The one way a `LowerEnv` is made: the project's depth and provider options, and the build's cache (a fresh
+    one when the caller lowers a single tool). `options_text` saves recomputing `options_key` per tool."""
+    return LowerEnv(resolver, defs, config.resolver.max_depth, config.providers,
+                    options_text or options_key(config.providers), LoweringCache() if cache is None else cache,
+                    fail_fast)
 
 
 @dataclass
@@ -175,9 +199,7 @@ class Dialect(ABC):
     have working defaults."""
 
     target: ClassVar[str]
-    """The target's name in project files, `--target` and `schemas/<target>.json`."""
-    aliases: ClassVar[tuple[str, ...]] = ()
-    """Other `--target` names that select this target (an alias several dialects share selects them all)."""
+    """The target's name in project files, `--target` and `schemas/<target>.json` (one of `compiler.targets`)."""
     family: ClassVar[str] = ""
     """Targets of one family share lowered parameters, validator memos and a worker (default: the target)."""
     caps: ClassVar[Capabilities]
@@ -208,10 +230,10 @@ class Dialect(ABC):
 
     # -- choices --------------------------------------------------------------------------------------------
 
-    def wants_strict(self, options: Mapping[str, object]) -> bool:
+    def wants_strict(self, options: ProvidersConfig) -> bool:
         if not self.caps.strict_field:
             return False
-        return self.strict_option is None or options.get(self.strict_option) is True
+        return self.strict_option is None or getattr(options, self.strict_option) is True
 
     def passes(self, strict: bool, env: LowerEnv) -> tuple[tuple[NodePass, ...], tuple[NodePass, ...]]:
         """(node passes, root passes) for one lowering."""
@@ -263,7 +285,12 @@ class Dialect(ABC):
 
     @abstractmethod
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
-        """Violations of one emitted definition (empty: valid); see `validate.py`."""
+        """Violations of one emitted definition (empty: valid), from the generic rules of `validate.py`."""
+
+    def check(self, definition: Mapping[str, Any], checked: Checked | None = None) -> list[Violation]:
+        """`validate`, skipping subtrees `checked` (one per dialect family) already saw valid."""
+        with checking(checked):
+            return self.validate(definition)
 
     def tools_array(self, definitions: list[JsonObject]) -> list[JsonObject]:
         """What the SDK's `tools` argument takes."""

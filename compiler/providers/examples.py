@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject
 from compiler.providers import codes
 from compiler.providers.base import Lowering
-from compiler.serialize import compact_json
 
 MAX_EXAMPLES = 3
 MAX_EXAMPLE_CHARS = 2048

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
 
+from compiler import targets
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, names
 from compiler.providers.base import Capabilities, Lowering, NodePass, describe, on, type_set
@@ -27,10 +28,20 @@ from compiler.providers.passes import (
     openapi_nullable,
     split_type_list,
 )
+from compiler.providers.validate import (
+    JSON_TYPES,
+    NodeRule,
+    Violation,
+    allow_list,
+    check_nodes,
+    formats,
+    json_ref_siblings,
+    name_rule,
+    root_object,
+    typed_items,
+    well_formed,
+)
 from compiler.schema import IdentityMemo
-
-if TYPE_CHECKING:
-    from compiler.providers.validate import Violation
 
 NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
 MAX_DECLARATIONS = 512
@@ -303,8 +314,33 @@ def _json_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return node
 
 
+GEMINI_TYPES = JSON_TYPES | {t.upper() for t in JSON_TYPES}
+
+
+def gemini_node(node: Mapping[str, Any], at: str) -> Iterator[Violation]:
+    """§3.3: one type, string enums (INTEGER with format enum), anyOf alone, items only on arrays."""
+    kinds = node.get("type")
+    if kinds is not None and not (isinstance(kinds, str) and kinds in GEMINI_TYPES):
+        yield Violation(at, "gemini-type", f"type must be one of the Schema types, not {kinds!r}")
+    values = node.get("enum")
+    if values is not None:
+        if not all(isinstance(v, str) and v for v in values):
+            yield Violation(at, "gemini-enum", "enum values must be non-empty strings")
+        if isinstance(kinds, str) and kinds.lower() != "string" and node.get("format") != "enum":
+            yield Violation(at, "gemini-enum-type", "enum only on STRING (or INTEGER with format: enum)")
+    if "anyOf" in node and len(node) > 1:
+        yield Violation(at, "gemini-anyof-alone", "anyOf must be the only field of its node")
+    if "items" in node and not (isinstance(kinds, str) and kinds.lower() == "array"):
+        yield Violation(at, "gemini-items-array", "items only on ARRAY")
+
+
+PARAMETERS_RULES: tuple[NodeRule, ...] = (allow_list(SCHEMA_KEYWORDS, "gemini-keywords"), formats(SCHEMA_FORMATS),
+                                          gemini_node, typed_items)
+JSON_RULES: tuple[NodeRule, ...] = (well_formed, allow_list(JSON_SCHEMA_KEYWORDS, "gemini-keywords"), json_ref_siblings)
+
+
 class GeminiDialect(Dialect):
-    target = "gemini"
+    target = targets.GEMINI
     caps = Capabilities(target=target, name_pattern=NAME, max_tools=MAX_DECLARATIONS, strict_field=False,
                         tools_advice="the fit stage writes forms that fit (TC771); schemas/README.md says which file to send")
     mangler = names.GEMINI
@@ -317,7 +353,7 @@ class GeminiDialect(Dialect):
 
     @staticmethod
     def _json_schema(env: LowerEnv) -> bool:
-        return env.options.get("gemini_schema") == "json-schema"
+        return env.options.gemini_schema == "json-schema"
 
     def resolution_for(self, env: LowerEnv) -> Literal["bundle", "inline"]:
         return "bundle" if self._json_schema(env) else "inline"
@@ -346,9 +382,7 @@ class GeminiDialect(Dialect):
                        losses=ctx.losses, problems=ctx.problems)
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
-        from compiler.providers.validate import validate_gemini  # the validator reads this module's tables
-
-        return validate_gemini(definition, self)
+        return _validate_declaration(definition, self)
 
     def tools_array(self, definitions: list[JsonObject]) -> list[JsonObject]:
         """One Tool holding every declaration."""
@@ -356,6 +390,20 @@ class GeminiDialect(Dialect):
 
     def definitions_of(self, tools: list[JsonObject]) -> list[JsonObject]:
         return list(tools[0]["functionDeclarations"]) if tools else []
+
+
+def _validate_declaration(definition: Mapping[str, Any], dialect: Dialect) -> list[Violation]:
+    found = list(name_rule(definition, dialect.caps, "/name"))
+    extra = set(definition) - {"name", "description", "parameters", "parametersJsonSchema"}
+    if extra or ("parameters" in definition and "parametersJsonSchema" in definition):
+        found.append(Violation("", "gemini-declaration", "unknown keys or both parameters and parametersJsonSchema"))
+    if "parameters" in definition:
+        found += root_object(definition["parameters"], "/parameters", combinators=False)
+        found += check_nodes(definition["parameters"], PARAMETERS_RULES, "/parameters")
+    if "parametersJsonSchema" in definition:
+        found += root_object(definition["parametersJsonSchema"], "/parametersJsonSchema", combinators=True)
+        found += check_nodes(definition["parametersJsonSchema"], JSON_RULES, "/parametersJsonSchema")
+    return found
 
 
 GEMINI = GeminiDialect()

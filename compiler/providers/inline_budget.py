@@ -12,13 +12,11 @@ same). Tools whose named definitions are each within budget are then sized whole
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler.ir import JsonObject, Tool
+from compiler.refs import RefResolver
 from compiler.schema import subschemas
-
-if TYPE_CHECKING:
-    from compiler.refs import RefResolver
 
 _SHARED_PREFIX = "#/$defs/"
 

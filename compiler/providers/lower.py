@@ -8,22 +8,19 @@ reports problems or fails the validator, lower it loose and say why (TC407). Wha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from compiler.config import Config
-from compiler.diagnostics import CompilerError, Diagnostic
-from compiler.incremental.lowering import Outcome, PriorLowerings
+from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.ir import Catalog, JsonObject, Tool
 from compiler.providers import codes
 from compiler.providers.base import NotStrict
-from compiler.providers.dialect import Budget, Lowered, LowerEnv, options_key
+from compiler.providers.dialect import Budget, Lowered, LowerEnv, LoweringCache, lower_env, options_key
 from compiler.providers.namemap import NAME_MAP_FORMAT, tool_entry
 from compiler.providers.names import assign_names
 from compiler.providers.registry import PROVIDERS
-from compiler.providers.validate import malformed, validate
-
-if TYPE_CHECKING:
-    from compiler.refs import RefResolver
+from compiler.providers.reuse import Outcome, PriorLowerings
+from compiler.providers.validate import malformed
+from compiler.refs import RefResolver
 
 
 @dataclass
@@ -45,16 +42,16 @@ def _diag(code: str, target: str, message: str, tool: Tool | None = None, pointe
 
 
 def wants_strict(target: str, config: Config) -> bool:
-    return PROVIDERS[target].wants_strict(config.providers.model_dump())
+    return PROVIDERS[target].wants_strict(config.providers)
 
 
 def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
                strict: bool) -> tuple[Lowered | None, JsonObject | None, list[Diagnostic]]:
     """One tool for one target: (lowered, name-map entry, diagnostics). None when it cannot be emitted."""
     dialect = PROVIDERS[target]
-    found = env.shared.get(("malformed", tool.id))
-    broken = malformed(tool.input_schema) if not isinstance(found, list) else found
-    env.shared[("malformed", tool.id)] = broken
+    broken = env.cache.malformed.get(tool.id)
+    if broken is None:
+        broken = env.cache.malformed[tool.id] = malformed(tool.input_schema)
     if broken:
         return None, None, [_diag(codes.MALFORMED_SCHEMA, target, "input schema left out: "
                                   + "; ".join(str(v) for v in broken), tool, broken[0].pointer)]
@@ -62,7 +59,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
         try:
             lowered = dialect.lower(tool, name, env, strict=strict)
             problems = lowered.problems
-            violations = validate(dialect, lowered.definition, env.checked(dialect.group)) if not problems else []
+            violations = dialect.check(lowered.definition, env.checked(dialect.group)) if not problems else []
         except NotStrict as stop:
             problems, violations = [stop.problem], []
         if strict and (problems or violations):
@@ -72,7 +69,7 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
                                            + "; ".join(sorted(set(reasons))[:5])
                                            + (f" (+{len(set(reasons)) - 5} more)" if len(set(reasons)) > 5 else ""),
                                            tool))
-            violations = validate(dialect, lowered.definition, env.checked(dialect.group))
+            violations = dialect.check(lowered.definition, env.checked(dialect.group))
     except CompilerError as exc:
         return None, None, [exc.diagnostic]
     if violations:
@@ -122,23 +119,21 @@ def _lower_or_reuse(target: str, tool: Tool, name: str, env: LowerEnv, strict: b
 
 
 def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: Config,
-                 shared: dict[tuple[str, ...], object] | None = None,
-                 prior: PriorLowerings | None = None) -> TargetResult:
-    """`shared` carries results one target can reuse from another within a build (pass the same dict); `prior`
+                 cache: LoweringCache | None = None, prior: PriorLowerings | None = None) -> TargetResult:
+    """`cache` carries results one target can reuse from another within a build (pass the same one); `prior`
     gives back what the last compile lowered for a tool whose inputs did not change, and records the rest."""
     result = TargetResult(target)
-    names, name_diagnostics = assign_names(catalog.tools, target, config.names)
+    names, name_diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
     result.diagnostics.extend(name_diagnostics)
     strict = wants_strict(target, config)
-    options = config.providers.model_dump()
-    options_text = options_key(options)
-    shared = {} if shared is None else shared
+    options_text = options_key(config.providers)
+    cache = LoweringCache() if cache is None else cache
     envs: dict[str, LowerEnv] = {}
     for tool in catalog.tools:
         if tool.id not in names:
             continue
-        env = envs[tool.id] = LowerEnv(resolver, catalog.definitions_for(tool), config.resolver.max_depth, options,
-                                             options_key=options_text, shared=shared)
+        env = envs[tool.id] = lower_env(resolver, catalog.definitions_for(tool), config, cache,
+                                        options_text=options_text)
         lowered, entry, diagnostics = _lower_or_reuse(target, tool, names[tool.id], env, strict, prior)
         result.diagnostics.extend(diagnostics)
         if lowered is not None and entry is not None:

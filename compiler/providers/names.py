@@ -17,14 +17,11 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from compiler.diagnostics import Diagnostic
+from compiler.config import NamesConfig
+from compiler.infra.diagnostics import Diagnostic
 from compiler.ir import Tool
 from compiler.providers import codes
-
-if TYPE_CHECKING:
-    from compiler.config import NamesConfig
 
 HASH_LENGTH = 8
 
@@ -74,13 +71,11 @@ def _candidates(tools: list[Tool], mangle: Mangler, config: NamesConfig) -> dict
     return {tool.id: prefixed(tool) if len(sources[plain[tool.id]]) > 1 else plain[tool.id] for tool in tools}
 
 
-def assign_names(tools: Iterable[Tool], target: str, config: NamesConfig,
-                 mangle: Mangler | None = None) -> tuple[dict[str, str], list[Diagnostic]]:
-    """Provider name for every tool kept (tool id → name), and what was renamed, skipped or refused. `mangle`
-    overrides the target's own rules (the names the generated MCP server serves under, `codegen.router_serve`)."""
-    from compiler.providers.registry import PROVIDERS  # the dialects import this module for their manglers
-
-    mangle = mangle or PROVIDERS[target].mangler
+def assign_names(tools: Iterable[Tool], target: str, mangle: Mangler,
+                 config: NamesConfig) -> tuple[dict[str, str], list[Diagnostic]]:
+    """Provider name for every tool kept (tool id → name), and what was renamed, skipped or refused, under the
+    name rules `mangle` (the target dialect's `mangler`, or the MCP server's, `codegen.router.serve`); `target`
+    names the provider in diagnostics."""
     ordered = sorted(tools, key=lambda t: t.id)
     candidates = _candidates(ordered, mangle, config)
     diagnostics: list[Diagnostic] = []

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from compiler.diagnostics import Diagnostic
+from compiler import targets
+from compiler.infra.diagnostics import Diagnostic
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, names
 from compiler.providers.base import (
@@ -33,8 +34,10 @@ from compiler.providers.base import (
 from compiler.providers.dialect import (
     Deferral,
     Dialect,
+    FamilyLowering,
     Lowered,
     LowerEnv,
+    NotStrictHere,
     tool_description,
     truncate_description,
 )
@@ -47,9 +50,21 @@ from compiler.providers.passes import (
     openapi_nullable,
 )
 from compiler.providers.transforms import MARKERS, infer_enum_type, strict_open_values
-
-if TYPE_CHECKING:
-    from compiler.providers.validate import Violation
+from compiler.providers.validate import (
+    NodeRule,
+    Violation,
+    allow_list,
+    check_nodes,
+    closed_objects,
+    formats,
+    name_rule,
+    ref_alone,
+    root_object,
+    strict_limits,
+    strict_objects,
+    typed_items,
+    well_formed,
+)
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ADVICE = "the fit stage writes forms that fit (TC771); schemas/README.md says which file to send"
@@ -180,11 +195,16 @@ def _loose_root(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     return node
 
 
+_STRICT_ALLOWED = STRICT_KEYWORDS - {"x-toolc-optional"}
+STRICT_RULES: tuple[NodeRule, ...] = (well_formed, allow_list(_STRICT_ALLOWED, "strict-keywords"),
+                                      formats(STRICT_FORMATS), closed_objects, strict_objects, typed_items, ref_alone)
+LOOSE_RULES: tuple[NodeRule, ...] = (well_formed,)
+
+
 class OpenAIDialect(Dialect):
     """Chat Completions (`wrapped`) or Responses: the same parameters, lowered once for both, different wrapper."""
 
     family = "openai"
-    aliases = ("openai",)
     tokenizer_exact = True  # GPT-4o and later tokenize with o200k_base
     mangler = names.OPENAI
     resolution = "bundle"
@@ -194,21 +214,20 @@ class OpenAIDialect(Dialect):
     loose_root = (_loose_root,)
     wrapped: ClassVar[bool]
 
-    def _key(self, tool: Tool, name: str, strict: bool) -> tuple[str, ...]:
-        return (self.group, tool.id, name, str(strict))
+    def _key(self, tool: Tool, name: str, strict: bool) -> tuple[str, str, str, bool]:
+        return (self.group, tool.id, name, strict)
 
     def lower(self, tool: Tool, name: str, env: LowerEnv, *, strict: bool) -> Lowered:
-        cached = env.shared.get(self._key(tool, name, strict))
-        if isinstance(cached, NotStrict):
-            raise cached
-        if isinstance(cached, tuple):
-            parameters, losses, description, shapes = cached
-            return self._wrap(tool, name, parameters, description, strict,
-                              [replace(d, provider=self.caps.target) for d in losses], [], shapes)
+        cached = env.cache.family.get(self._key(tool, name, strict))
+        if isinstance(cached, NotStrictHere):
+            raise NotStrict(cached.problem)
+        if cached is not None:
+            return self._wrap(tool, name, cached.parameters, cached.description, strict,
+                              [replace(d, provider=self.caps.target) for d in cached.losses], [], cached.shapes)
         try:
             return super().lower(tool, name, env, strict=strict)
         except NotStrict as stop:
-            env.shared[self._key(tool, name, strict)] = stop
+            env.cache.family[self._key(tool, name, strict)] = NotStrictHere(stop.problem)
             raise
 
     def wrap(self, tool: Tool, name: str, parameters: JsonObject, ctx: Lowering, env: LowerEnv, *,
@@ -220,7 +239,8 @@ class OpenAIDialect(Dialect):
         else:
             shapes = ({}, {})
         if not ctx.problems:
-            env.shared[self._key(tool, name, strict)] = (parameters, tuple(ctx.losses), description, shapes)
+            env.cache.family[self._key(tool, name, strict)] = FamilyLowering(parameters, tuple(ctx.losses),
+                                                                             description, shapes)
         return self._wrap(tool, name, parameters, description, strict, list(ctx.losses), ctx.problems, shapes)
 
     def _wrap(self, tool: Tool, name: str, parameters: JsonObject, description: str, strict: bool,
@@ -236,19 +256,41 @@ class OpenAIDialect(Dialect):
                        losses=losses, problems=problems, arg_shape=shapes[0] or None, arg_defs=shapes[1])
 
     def validate(self, definition: Mapping[str, Any]) -> list[Violation]:
-        from compiler.providers.validate import validate_openai  # the validator reads this module's tables
+        return _validate_function(definition, self)
 
-        return validate_openai(definition, self)
+
+def _validate_function(definition: Mapping[str, Any], dialect: OpenAIDialect) -> list[Violation]:
+    wrapped = dialect.wrapped
+    body = definition.get("function", {}) if wrapped else definition
+    base = "/function" if wrapped else ""
+    caps = dialect.caps
+    found = list(name_rule(body, caps, base + "/name"))
+    if definition.get("type") != "function" or not isinstance(body, Mapping):
+        found.append(Violation("/type", "wrapper", "expected a function tool"))
+        return found
+    description = body.get("description", "")
+    limit = caps.max_description
+    if limit is not None and len(description) > limit:
+        found.append(Violation(base + "/description", "description-length", f"{len(description)} > {limit} chars"))
+    strict = body.get("strict")
+    if not isinstance(strict, bool):
+        found.append(Violation(base + "/strict", "strict-explicit", "strict must be true or false"))
+    parameters = body.get("parameters")
+    found += root_object(parameters, base + "/parameters", combinators=not strict)
+    found += check_nodes(parameters, STRICT_RULES if strict else LOOSE_RULES, base + "/parameters")
+    if strict and isinstance(parameters, Mapping):
+        found += [Violation(base + "/parameters" + v.pointer, v.rule, v.message) for v in strict_limits(parameters)]
+    return found
 
 
 class OpenAIChat(OpenAIDialect):
-    target = "openai-chat"
+    target = targets.OPENAI_CHAT
     caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128, tools_advice=ADVICE)
     wrapped = True
 
 
 class OpenAIResponses(OpenAIDialect):
-    target = "openai-responses"
+    target = targets.OPENAI_RESPONSES
     caps = Capabilities(target=target, name_pattern=NAME, max_description=1024, max_tools=128, tools_advice=ADVICE)
     wrapped = False
     deferral = Deferral(search_tool={"type": "tool_search"}, group_type="namespace")

@@ -2,28 +2,28 @@
 `--target` aliases, CLI choices, the emit order, the lock's and the router's per-target tables.
 
 Adding a provider: write one dialect module (a `Dialect` subclass, see `dialect.py` and docs/ARCHITECTURE.md),
-then add its instance to `_DIALECTS` below.
+then its name to `compiler/targets.py` and its instance to `_DIALECTS` below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from compiler.providers import anthropic, gemini, openai
+from compiler.providers.base import Checked
 from compiler.providers.dialect import Dialect
+from compiler.providers.validate import Violation
+from compiler.targets import ALIASES, TARGETS
 
 _DIALECTS: tuple[Dialect, ...] = (openai.CHAT, openai.RESPONSES, anthropic.ANTHROPIC, gemini.GEMINI)
 
 PROVIDERS: dict[str, Dialect] = {dialect.target: dialect for dialect in _DIALECTS}
-"""Target name → its dialect, in the order targets are listed and emitted by default."""
-TARGETS: tuple[str, ...] = tuple(PROVIDERS)
+"""Target name → its dialect, in the order of `targets.TARGETS`."""
+
+__all__ = ["ALIASES", "PROVIDERS", "TARGETS", "validate"]
 
 
-def _aliases() -> dict[str, tuple[str, ...]]:
-    found: dict[str, list[str]] = {}
-    for dialect in _DIALECTS:
-        for alias in dialect.aliases:
-            found.setdefault(alias, []).append(dialect.target)
-    return {**{alias: tuple(targets) for alias, targets in found.items()}, "all": TARGETS}
-
-
-ALIASES: dict[str, tuple[str, ...]] = _aliases()
-"""`--target` names that stand for several targets (`openai`, `claude`, `all`)."""
+def validate(target: str, definition: Mapping[str, Any], checked: Checked | None = None) -> list[Violation]:
+    """Violations of one definition emitted for `target` (empty: valid): its dialect's own validation."""
+    return PROVIDERS[target].check(definition, checked)

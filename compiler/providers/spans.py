@@ -21,10 +21,11 @@ from typing import BinaryIO, NamedTuple
 
 import orjson
 
+from compiler.build import Layout, Span
+from compiler.infra.serialize import canonical_json, compact_json
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered
 from compiler.providers.registry import PROVIDERS
-from compiler.serialize import canonical_json, compact_json
 
 _ITEM = "\u0000toolc-definition\u0000"
 
@@ -70,24 +71,6 @@ class Placed(NamedTuple):
 
     content: bytes | memoryview
     measure: Measure
-
-
-class Span(NamedTuple):
-    offset: int
-    length: int
-    tokens: int
-    """The definition on its own, as toolc writes JSON (`canonical_json`): the per-tool figure."""
-    inner: int
-    """Its lines but the first and the last, as indented inside the array."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where each definition of one target's tools file sits (by tool id, in file order), and its tokens: a few
-    numbers per tool, sent back from the worker instead of the definitions."""
-
-    target: str
-    spans: dict[str, Span]
 
 
 def write_array(path: Path, target: str, ordered: Sequence[Lowered],

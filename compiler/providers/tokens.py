@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from compiler.serialize import canonical_json
+from compiler.infra.serialize import canonical_json
 
 ENCODING = "o200k_base"
 COUNTED = f"counted: {ENCODING} (bpe-openai) over the exact emitted JSON"

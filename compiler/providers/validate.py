@@ -1,26 +1,24 @@
-"""One rule-based validator per provider (providers.md §1-3, §5): every emitted definition passes it.
+"""Generic validation rules for emitted definitions (providers.md §1-3, §5): a library the dialects compose.
 
-`validate(target, definition)` returns violations (empty = valid). Rules are small functions in per-target tables:
-definition rules see the whole wrapper, node rules see every schema node. The keyword allow-lists are the same
-tables the dialects lower to, so lowering and checking cannot drift apart. Cross-tool limits (tool counts,
-Anthropic strict budgets) are applied where the whole tool list is known (`lower.py`).
+Each dialect owns its validation (`Dialect.validate`, in its own module) and builds it from these rules: node
+rules see every schema node (`check_nodes`), definition rules see the wrapper (`name_rule`, `root_object`,
+`strict_limits`). This module imports no dialect. `Dialect.check` runs a dialect's validation with a family's
+memo of subtrees already seen valid (`checking`). Cross-tool limits (tool counts, Anthropic strict budgets) are
+applied where the whole tool list is known (`lower.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.providers import anthropic, gemini, openai
 from compiler.providers.base import Capabilities, Checked, token, type_set
-from compiler.providers.dialect import Dialect
-from compiler.providers.registry import PROVIDERS
 from compiler.schema import DEFINITIONS, SCHEMA, SCHEMA_LIST, SCHEMA_MAP, is_data, keywords_of, subschemas
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
-GEMINI_TYPES = JSON_TYPES | {t.upper() for t in JSON_TYPES}
 
 STRICT_MAX_PROPERTIES = 5000
 STRICT_MAX_DEPTH = 10
@@ -174,23 +172,6 @@ def primitive_enum(node: Node, at: str) -> Iterator[Violation]:
         yield from _v(at, "enum-primitive", "enum values must be strings, numbers, booleans or null")
 
 
-def gemini_node(node: Node, at: str) -> Iterator[Violation]:
-    """§3.3: one type, string enums (INTEGER with format enum), anyOf alone, items only on arrays."""
-    kinds = node.get("type")
-    if kinds is not None and not (isinstance(kinds, str) and kinds in GEMINI_TYPES):
-        yield from _v(at, "gemini-type", f"type must be one of the Schema types, not {kinds!r}")
-    values = node.get("enum")
-    if values is not None:
-        if not all(isinstance(v, str) and v for v in values):
-            yield from _v(at, "gemini-enum", "enum values must be non-empty strings")
-        if isinstance(kinds, str) and kinds.lower() != "string" and node.get("format") != "enum":
-            yield from _v(at, "gemini-enum-type", "enum only on STRING (or INTEGER with format: enum)")
-    if "anyOf" in node and len(node) > 1:
-        yield from _v(at, "gemini-anyof-alone", "anyOf must be the only field of its node")
-    if "items" in node and not (isinstance(kinds, str) and kinds.lower() == "array"):
-        yield from _v(at, "gemini-items-array", "items only on ARRAY")
-
-
 def json_ref_siblings(node: Node, at: str) -> Iterator[Violation]:
     if "$ref" in node and not set(node) <= {"$ref", "description", "default"}:
         yield from _v(at, "ref-siblings", "a $ref may carry only description and default")
@@ -239,25 +220,10 @@ def strict_limits(schema: Node) -> Iterator[Violation]:
             yield from _v("", f"limit-{name}", f"{value} > {limit}")
 
 
-# --- the tables ---------------------------------------------------------------------------------------------
-
-_STRICT_ALLOWED = openai.STRICT_KEYWORDS - {"x-toolc-optional"}
-OPENAI_STRICT: tuple[NodeRule, ...] = (well_formed, allow_list(_STRICT_ALLOWED, "strict-keywords"),
-                                       formats(openai.STRICT_FORMATS), closed_objects, strict_objects, typed_items,
-                                       ref_alone)
-OPENAI_LOOSE: tuple[NodeRule, ...] = (well_formed,)
-ANTHROPIC_LOOSE: tuple[NodeRule, ...] = (well_formed, no_refs, no_type_lists)
-ANTHROPIC_STRICT: tuple[NodeRule, ...] = (*ANTHROPIC_LOOSE, allow_list(anthropic.STRICT_KEYWORDS, "strict-keywords"),
-                                          formats(anthropic.STRICT_FORMATS), closed_objects, min_items_01,
-                                          primitive_enum)
-ANTHROPIC_SHARED: tuple[NodeRule, ...] = (well_formed, local_refs, no_type_lists)
-GEMINI_PARAMETERS: tuple[NodeRule, ...] = (allow_list(gemini.SCHEMA_KEYWORDS, "gemini-keywords"),
-                                           formats(gemini.SCHEMA_FORMATS), gemini_node, typed_items)
-GEMINI_JSON: tuple[NodeRule, ...] = (well_formed, allow_list(gemini.JSON_SCHEMA_KEYWORDS, "gemini-keywords"),
-                                     json_ref_siblings)
+# --- definition rules ---------------------------------------------------------------------------------------
 
 
-def _name(definition: Node, caps: Capabilities, at: str) -> Iterator[Violation]:
+def name_rule(definition: Node, caps: Capabilities, at: str) -> Iterator[Violation]:
     name, pattern = definition.get("name"), caps.name_pattern
     if not (isinstance(name, str) and pattern.match(name) and len(name) <= caps.max_name_length):
         yield from _v(at, "name", f"tool name {name!r} must match {pattern.pattern}")
@@ -266,7 +232,7 @@ def _name(definition: Node, caps: Capabilities, at: str) -> Iterator[Violation]:
 _CHECKED: ContextVar[Checked | None] = ContextVar("toolc_checked", default=None)
 
 
-def _nodes(schema: Any, rules: tuple[NodeRule, ...], base: str) -> Iterator[Violation]:
+def check_nodes(schema: Any, rules: tuple[NodeRule, ...], base: str) -> Iterator[Violation]:
     checked = _CHECKED.get()
     seen: list[int] = []
     clean = True
@@ -281,72 +247,11 @@ def _nodes(schema: Any, rules: tuple[NodeRule, ...], base: str) -> Iterator[Viol
         checked.pins.append(schema)
 
 
-def _root_object(schema: Any, at: str, *, combinators: bool) -> Iterator[Violation]:
+def root_object(schema: Any, at: str, *, combinators: bool) -> Iterator[Violation]:
     if not isinstance(schema, Mapping) or str(schema.get("type", "")).lower() != "object":
         yield from _v(at, "root-object", "the root must be type: object")
     elif not combinators and {"anyOf", "oneOf", "allOf"} & set(schema):
         yield from _v(at, "root-combinator", "no anyOf/oneOf/allOf at the root")
-
-
-def validate_openai(definition: Node, dialect: openai.OpenAIDialect) -> list[Violation]:
-    wrapped = dialect.wrapped
-    body = definition.get("function", {}) if wrapped else definition
-    base = "/function" if wrapped else ""
-    caps = dialect.caps
-    found = list(_name(body, caps, base + "/name"))
-    if definition.get("type") != "function" or not isinstance(body, Mapping):
-        found.append(Violation("/type", "wrapper", "expected a function tool"))
-        return found
-    description = body.get("description", "")
-    limit = caps.max_description
-    if limit is not None and len(description) > limit:
-        found.append(Violation(base + "/description", "description-length", f"{len(description)} > {limit} chars"))
-    strict = body.get("strict")
-    if not isinstance(strict, bool):
-        found.append(Violation(base + "/strict", "strict-explicit", "strict must be true or false"))
-    parameters = body.get("parameters")
-    found += _root_object(parameters, base + "/parameters", combinators=not strict)
-    found += _nodes(parameters, OPENAI_STRICT if strict else OPENAI_LOOSE, base + "/parameters")
-    if strict and isinstance(parameters, Mapping):
-        found += [Violation(base + "/parameters" + v.pointer, v.rule, v.message) for v in strict_limits(parameters)]
-    return found
-
-
-def validate_anthropic(definition: Node, dialect: Dialect) -> list[Violation]:
-    found = list(_name(definition, dialect.caps, "/name"))
-    schema = definition.get("input_schema")
-    found += _root_object(schema, "/input_schema", combinators=False)
-    strict = definition.get("strict", False) is True
-    shared = isinstance(schema, Mapping) and "$defs" in schema  # over the inline budget (TC451)
-    rules = ANTHROPIC_SHARED if shared and not strict else ANTHROPIC_STRICT if strict else ANTHROPIC_LOOSE
-    found += _nodes(schema, rules, "/input_schema")
-    examples = definition.get("input_examples")
-    if examples is not None and isinstance(schema, Mapping):
-        from jsonschema import Draft202012Validator  # only definitions with examples pay for it
-
-        checker = Draft202012Validator(schema)
-        if not isinstance(examples, list) or not all(isinstance(e, dict) and checker.is_valid(e) for e in examples):
-            found.append(Violation("/input_examples", "input-examples", "every input example must be an object that "
-                                   "validates against input_schema"))
-    for key in (schema or {}).get("properties", {}) if isinstance(schema, Mapping) else ():
-        if not anthropic.KEY.match(key):
-            found.append(Violation(f"/input_schema/properties/{key}", "property-key", "key must match "
-                                   + anthropic.KEY.pattern))
-    return found
-
-
-def validate_gemini(definition: Node, dialect: Dialect) -> list[Violation]:
-    found = list(_name(definition, dialect.caps, "/name"))
-    extra = set(definition) - {"name", "description", "parameters", "parametersJsonSchema"}
-    if extra or ("parameters" in definition and "parametersJsonSchema" in definition):
-        found.append(Violation("", "gemini-declaration", "unknown keys or both parameters and parametersJsonSchema"))
-    if "parameters" in definition:
-        found += _root_object(definition["parameters"], "/parameters", combinators=False)
-        found += _nodes(definition["parameters"], GEMINI_PARAMETERS, "/parameters")
-    if "parametersJsonSchema" in definition:
-        found += _root_object(definition["parametersJsonSchema"], "/parametersJsonSchema", combinators=True)
-        found += _nodes(definition["parametersJsonSchema"], GEMINI_JSON, "/parametersJsonSchema")
-    return found
 
 
 def malformed(schema: Any) -> list[Violation]:
@@ -359,12 +264,12 @@ def malformed(schema: Any) -> list[Violation]:
     return found
 
 
-def validate(target: str | Dialect, definition: Node, checked: Checked | None = None) -> list[Violation]:
-    """Violations of `definition` (empty: valid). `checked` (one per dialect family) skips subtrees seen valid
-    before. Each dialect's `validate` method picks its rules."""
-    dialect = PROVIDERS[target] if isinstance(target, str) else target
-    token = _CHECKED.set(checked)
+@contextmanager
+def checking(checked: Checked | None) -> Iterator[None]:
+    """Within the block, `check_nodes` skips subtrees `checked` (one per dialect family) saw valid before and
+    records the ones it passes."""
+    previous = _CHECKED.set(checked)
     try:
-        return dialect.validate(definition)
+        yield
     finally:
-        _CHECKED.reset(token)
+        _CHECKED.reset(previous)

@@ -1,6 +1,6 @@
 """`load_document`: read a document and pull in every relative-file `$ref` it reaches, transitively.
 
-Each referenced file is parsed once (via `compiler.loading`), its own refs rewritten the same way, and the
+Each referenced file is parsed once (via `compiler.infra.loading`), its own refs rewritten the same way, and the
 whole file attached under the document key `x-toolc-external` as `<slug>` (its path relative to the root,
 with anything outside `[A-Za-z0-9._-]` turned into `_`); a ref `file.yaml#/a/b` becomes
 `#/x-toolc-external/<slug>/a/b`, a ref back into the main file becomes `#/a/b`. Like json-schema-ref-parser's
@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
-from compiler.diagnostics import CompilerError
-from compiler.loading import load_document
+from compiler.infra.diagnostics import CompilerError
+from compiler.infra.loading import load_document
 from compiler.refs import codes
 from compiler.refs.pointers import (
     SCHEME,

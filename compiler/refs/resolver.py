@@ -7,10 +7,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from compiler import limits
-from compiler.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra import limits
+from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
+from compiler.infra.loading import parse_document, read_bytes
 from compiler.ir import JsonObject
-from compiler.loading import parse_document, read_bytes
 from compiler.refs import codes
 from compiler.refs.bundler import BundleMemo, Bundler
 from compiler.refs.external import ExternalBundler, main_file, needs_bundling

@@ -24,7 +24,7 @@ from mcp.types import Implementation
 from pydantic import ValidationError
 
 from compiler.config import ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.sources.mcp_env import Connection, MissingVariable, connection_for, display_url
 from compiler.sources.mcp_transport import ConfigProblem, StderrTail, open_transport
 

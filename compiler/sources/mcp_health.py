@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.sources.mcp_fetch import Outcome
 from compiler.sources.recording import read_recording
 

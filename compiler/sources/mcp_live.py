@@ -23,9 +23,9 @@ import anyio
 import orjson
 
 from compiler.config import ServerConfig
-from compiler.diagnostics import CompilerError, Diagnostics
-from compiler.loading import check_depth
-from compiler.serialize import compact_json
+from compiler.infra.diagnostics import CompilerError, Diagnostics
+from compiler.infra.loading import check_depth
+from compiler.infra.serialize import compact_json
 from compiler.sources.mcp_fetch import Outcome, fetch_server
 
 STOPPED_BY_STRICT = "TC514"

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.config import RecordingConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Annotations, McpBinding, Source, Tool
 from compiler.policy import (
     UNMATCHED_POLICY_PATTERN,

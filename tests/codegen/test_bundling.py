@@ -1,4 +1,4 @@
-"""Shared definitions are bundled once per source (`codegen.bundling`), and the combined table the models are
+"""Shared definitions are bundled once per source (`codegen.stubs.bundling`), and the combined table the models are
 generated from is the same as when every tool carried its whole bundle (the way it was built before)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from compiler.build import Build
-from compiler.codegen.lenient import SplitDirections
-from compiler.codegen.models import ModelRequest, combine
-from compiler.codegen.patterns import drop_bad_patterns
-from compiler.codegen.stubs import SourcePackage, package_names
+from compiler.codegen.stubs.lenient import SplitDirections
+from compiler.codegen.stubs.models import ModelRequest, combine
+from compiler.codegen.stubs.patterns import drop_bad_patterns
+from compiler.codegen.stubs.stub_packages import SourcePackage, package_names
 from compiler.config import Config
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.support.synthetic import synthetic_openapi
@@ -34,7 +34,7 @@ def _package(build: Build) -> SourcePackage:
 
 
 def _whole_bundles(package: SourcePackage) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The reference: each tool model's whole bundle, rewritten for its direction (`codegen.lenient`), patterns
+    """The reference: each tool model's whole bundle, rewritten for its direction (`codegen.stubs.lenient`), patterns
     dropped per tool, then combined."""
     requests = []
     patterns = []

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.codegen import cache, emit
+from compiler.codegen import cache
+from compiler.codegen import python as emit
 from compiler.config import Config
-from compiler.output import read_tree
+from compiler.infra.output import read_tree
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from tests.support.paths import FIXTURES
 

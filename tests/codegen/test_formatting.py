@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from compiler.codegen import formatting
-from compiler.codegen.emit import emit_python
 from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, format_python
+from compiler.codegen.python import emit_python
 from tests.support.cli import run_toolc
 from tests.support.codegen import RECORDINGS, ROOT, build_from_files
 

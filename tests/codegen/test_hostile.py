@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.stubs import generate_stubs
+from compiler.codegen.stubs.stub_packages import generate_stubs
 from tests.support.codegen import (
     HOSTILE,
     build_from_files,

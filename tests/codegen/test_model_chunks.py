@@ -1,5 +1,5 @@
 """A chunk above SPLIT_WEIGHT runs as its shared definitions plus leaf chunks that import them
-(compiler/codegen/model_chunks.py): the models still import, validate and keep their fields."""
+(compiler/codegen/stubs/model_chunks.py): the models still import, validate and keep their fields."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen import model_chunks
-from compiler.codegen.model_chunks import GeneratedModels, generate_models
+from compiler.codegen.stubs import model_chunks
+from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
 
 _SHARED: dict[str, Any] = {
     "graph.colour": {"type": "string", "enum": ["red", "blue"]},

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.identifiers import pascal_name
-from compiler.codegen.model_chunks import generate_models
+from compiler.codegen.stubs.identifiers import pascal_name
+from compiler.codegen.stubs.model_chunks import generate_models
 from tests.support.paths import ROOT
 
 GENERATED = ROOT / "generated" / "python"
 
 
 def _tool_models(tools_py: str) -> set[str]:
-    """`<Tool>Input`/`<Tool>Output` of every stub tools.py defines (`codegen.stubs` names them so) that it uses."""
+    """`<Tool>Input`/`<Tool>Output` of every stub tools.py defines (`codegen.stubs.stub_packages` names them so) that it uses."""
     tree = ast.parse(tools_py)
     used = {node.attr for node in ast.walk(tree)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "_models"}

@@ -21,9 +21,9 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from compiler.build import Build
-from compiler.codegen.stubs import SourcePackage, package_names
+from compiler.codegen.stubs.stub_packages import SourcePackage, package_names
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog, Source, Tool
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.refs import RefResolver, resolve_pointer

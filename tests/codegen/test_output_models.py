@@ -26,9 +26,9 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from compiler.build import Build
-from compiler.codegen.stubs import SourcePackage
+from compiler.codegen.stubs.stub_packages import SourcePackage
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog, McpBinding, Source, Tool
 from compiler.refs import RefResolver
 from tests.support.codegen import same_json

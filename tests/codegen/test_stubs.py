@@ -10,11 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.codegen import stub_functions
-from compiler.codegen.identifiers import snake_name, unique_names
-from compiler.codegen.literals import UnsafeModule, check_module, docstring_literal
-from compiler.codegen.models import ModelRequest, combine
-from compiler.codegen.stubs import KEEP_UNPARSABLE, KEPT_ORPHAN, UNSAFE_MODULE, SourcePackage, generate_stubs
+from compiler.codegen.stubs import stub_functions
+from compiler.codegen.stubs.identifiers import snake_name, unique_names
+from compiler.codegen.stubs.literals import UnsafeModule, check_module, docstring_literal
+from compiler.codegen.stubs.models import ModelRequest, combine
+from compiler.codegen.stubs.stub_packages import (
+    KEEP_UNPARSABLE,
+    KEPT_ORPHAN,
+    UNSAFE_MODULE,
+    SourcePackage,
+    generate_stubs,
+)
 from tests.support.codegen import (
     RECORDINGS,
     build_from,
@@ -213,7 +219,7 @@ def test_docstring_breakouts_found_by_hypothesis(text: str) -> None:
 def test_kept_functions_parses_only_a_module_with_a_marker_line() -> None:
     import libcst
 
-    from compiler.codegen.keep import kept_functions
+    from compiler.codegen.stubs.keep import kept_functions
 
     broken = "def f(:\n"
     assert kept_functions(broken + '"""mentions # toolc: keep inline only"""\n') == {}  # not parsed

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compiler import pipeline
-from compiler.output import read_tree
+from compiler.infra.output import read_tree
 from tests.support.cli import run_toolc
 from tests.support.paths import FIXTURES, ROOT
 

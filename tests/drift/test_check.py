@@ -14,12 +14,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from compiler.cli import main
-from compiler.codegen import cache, emit
+from compiler.codegen import cache
+from compiler.codegen import python as emit
 from compiler.config import load_config
-from compiler.diagnostics import CompilerError, Diagnostics
 from compiler.drift.check import check_build, refresh_command
 from compiler.drift.lock import LOCK_FILE, lock_data, parse_lock
 from compiler.incremental import identity
+from compiler.infra.diagnostics import CompilerError, Diagnostics
 from compiler.pipeline import compile_project
 from tests.support.paths import ROOT
 

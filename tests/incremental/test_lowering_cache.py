@@ -1,4 +1,4 @@
-"""The lowering cache (`compiler.incremental.lowering`): a recompile lowers only the tools whose inputs changed,
+"""The lowering cache (`compiler.providers.reuse`): a recompile lowers only the tools whose inputs changed,
 and its output is byte for byte a compile from nothing, whatever the cache holds: warm, stale (another toolc),
 corrupted, damaged in one entry, or made before a change to one operation or one shared definition."""
 
@@ -12,13 +12,14 @@ import orjson
 import pytest
 
 from compiler.build import Build
-from compiler.codegen import model_chunks
+from compiler.codegen.stubs import model_chunks
 from compiler.config import Config
-from compiler.diagnostics import Severity
-from compiler.incremental import identity, lowering, store
-from compiler.output import read_tree
+from compiler.incremental import identity, store
+from compiler.infra.diagnostics import Severity
+from compiler.infra.output import read_tree
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import lower
+from compiler.providers import reuse as lowering
 from tests.support.synthetic import synthetic_openapi
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")

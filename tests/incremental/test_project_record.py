@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 from compiler.cli import main
 from compiler.commands import check as check_command
 from compiler.config import load_config
-from compiler.diagnostics import Diagnostics, Severity
 from compiler.incremental import identity, project, store
+from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.pipeline import check_targets
 from tests.support.paths import ROOT
 

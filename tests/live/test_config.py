@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from compiler.config import ServerConfig, load_config
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from compiler.sources.mcp_env import MissingVariable, connection_for, display_url, redact
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from compiler.config import ServerConfig
-from compiler.diagnostics import Diagnostics, Severity
-from compiler.serialize import canonical_json
+from compiler.infra.diagnostics import Diagnostics, Severity
+from compiler.infra.serialize import canonical_json
 from compiler.sources.mcp_live import fetch_listings, list_servers
 from compiler.sources.recording import read_recording
 from tests.servers.inprocess import paged_server, serve_http

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from compiler.cli import main
 from compiler.config import load_config
+from compiler.infra.serialize import catalog_to_json
 from compiler.pipeline import compile_project
-from compiler.serialize import catalog_to_json
 from tests.servers.real import everything_http, everything_stdio, python_server
 
 pytestmark = pytest.mark.servers

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from compiler.config import Config, ProvidersConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.providers import codes
+from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import TargetResult, lower_target
-from compiler.providers.validate import validate
+from compiler.providers.registry import validate
 from compiler.refs import RefResolver
 from tests.support.paths import FIXTURES, ROOT
 from tests.support.providers import TARGETS
@@ -41,9 +42,9 @@ def corpus(name: str, gemini_schema: str = "parameters") -> tuple[Catalog, dict[
     if name == "oai-examples":
         inputs = [type(i)(i.path, i.display, i.display.replace("/", "_"), None) for i in inputs]
     catalog = read_catalog(config, inputs, resolver, diagnostics)
-    shared: dict[tuple[str, ...], object] = {}
+    cache = LoweringCache()
     targets = TARGETS if gemini_schema == "parameters" else ("gemini",)
-    return catalog, {t: lower_target(catalog, resolver, t, config, shared) for t in targets}
+    return catalog, {t: lower_target(catalog, resolver, t, config, cache) for t in targets}
 
 
 @pytest.mark.parametrize("name", list(CORPORA))

@@ -22,10 +22,10 @@ from openai.types.responses.namespace_tool_param import ToolFunction
 
 from compiler.build import Build
 from compiler.config import Config, load_config
+from compiler.fit.namespaces import SIZE
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import codes
 from compiler.providers.anthropic import ANTHROPIC, AnthropicDialect
-from compiler.providers.namespaces import SIZE
 from tests.support.loopback import Recorder, recording_api
 from tests.support.paths import ROOT
 from tests.support.router import load_router
@@ -207,9 +207,9 @@ def test_report_and_list_tokens_say_what_each_form_costs(github: Build) -> None:
 
 
 def test_namespaces_keep_resources_together_in_even_groups() -> None:
+    from compiler.fit.namespaces import plan_namespaces
+    from compiler.fit.toolsets import Toolset
     from compiler.ir import HttpBinding, Tool
-    from compiler.providers.namespaces import plan_namespaces
-    from compiler.providers.toolsets import Toolset
 
     def operation(path: str, method: str, title: str) -> Tool:
         return Tool(id=f"openapi:api:{method}{path}", source="api", name=f"{method}{path}", description="",

@@ -11,11 +11,15 @@ from click.testing import CliRunner
 
 from compiler.cli import main
 from compiler.config import Config
+from compiler.infra.diagnostics import Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project
 from compiler.providers import codes
-from compiler.providers.validate import validate
+from compiler.providers.dialect import FamilyLowering, LoweringCache, NotStrictHere
+from compiler.providers.lower import lower_target
+from compiler.providers.registry import validate
+from compiler.refs import RefResolver
 from tests.support.paths import FIXTURES, ROOT
-from tests.support.providers import TARGETS
+from tests.support.providers import TARGETS, catalog_of, config, make_tool
 
 MCP = sorted((FIXTURES / "mcp").glob("*.json"))
 HOSTILE = FIXTURES / "providers" / "hostile-listing.json"
@@ -37,7 +41,7 @@ def test_emits_tools_and_name_maps_for_every_target() -> None:
         assert definitions == list(output.tools.values())
         assert len(definitions) == len(build.catalog.tools) == len(names["tools"])
         assert all(validate(target, d) == [] for d in definitions)
-        summary = build.providers[target].summary
+        summary = build.summary(target)
         assert summary["bytes"] == len(build.files[f"schemas/{target}.json"])
         assert 0 < summary["tokens"] < summary["bytes"] and summary["fits_one_request"] is True
 
@@ -165,3 +169,21 @@ def test_shared_subtrees_do_not_leak_between_tools() -> None:
         assert alone.entries == {k: v for k, v in after.entries.items() if v["tool"] == b.id}, target
         assert sorted(d.render() for d in alone.diagnostics) == \
             sorted(d.render() for d in after.diagnostics if d.tool == b.id), target
+
+
+def test_the_lowering_cache_records_a_tool_that_cannot_be_strict_as_a_value() -> None:
+    """The OpenAI family lowers a tool's parameters once for both wire formats; a tool that cannot be strict is
+    recorded as such (a value, not a cached exception) and the second format reports the same fallback."""
+    schema = {"type": "object", "properties": {"c": {"allOf": [{"type": "string"}, {"type": "integer"}]}}}
+    catalog = catalog_of(make_tool(schema, name="t"))
+    tool_id = catalog.tools[0].id
+    cache = LoweringCache()
+    resolver = RefResolver(Diagnostics())
+    chat = lower_target(catalog, resolver, "openai-chat", config(), cache)
+    strict, loose = cache.family[("openai", tool_id, "t", True)], cache.family[("openai", tool_id, "t", False)]
+    assert strict == NotStrictHere(("/properties/c", "allOf members conflict on type"))
+    assert isinstance(loose, FamilyLowering) and loose.parameters["properties"]["c"]["allOf"]
+    responses = lower_target(catalog, resolver, "openai-responses", config(), cache)
+    for result in (chat, responses):
+        assert [item.strict for item in result.lowered] == [False]
+        assert [d.code for d in result.diagnostics if d.code == codes.NOT_STRICT] == [codes.NOT_STRICT]

@@ -18,15 +18,19 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiler import pipeline
+from compiler.build import Build, TargetOutput
 from compiler.cli import main
 from compiler.config import Config, ToolsetsConfig
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers.namemap import arguments_to_wire
 from compiler.providers.registry import PROVIDERS
+from compiler.providers.schemas import emit_providers
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import ROOT
 from tests.support.providers import json_documents
 from tests.support.router import load_router
+from tests.support.synthetic import synthetic_openapi
 
 CORPUS = ROOT / "fixtures" / "corpus" / "openapi"
 K8S_CONFIGMAP = ROOT / "fixtures" / "openapi" / "k8s-configmap.json"
@@ -89,7 +93,7 @@ def test_token_counts_equal_a_direct_count_of_the_emitted_json(tmp_path: Path) -
                 assert form["start_tokens"] == len(ENCODING.encode_ordinary(compact)), (target, form["file"])
                 continue
             assert form["tokens"] == len(ENCODING.encode_ordinary(data)), (target, form["file"])
-        assert build.providers[target].summary["tokens"] == row["files"]["all"]["tokens"]
+        assert build.summary(target)["tokens"] == row["files"]["all"]["tokens"]
     for tool_id, entry in index["tools"].items():
         for target, count in entry["tokens"].items():
             text = json.dumps(build.providers[target].tools[tool_id], sort_keys=True, indent=2, ensure_ascii=False)
@@ -118,7 +122,7 @@ def test_a_budget_breach_fails_compile_and_check_naming_the_largest_tools(tmp_pa
 
 def test_budgets_and_toolsets_config_errors_are_located() -> None:
     from compiler.config import config_from_data
-    from compiler.diagnostics import CompilerError
+    from compiler.infra.diagnostics import CompilerError
 
     for data, pointer, text in (({"budgets": {"opnai": 5}}, "/budgets", "did you mean 'openai'"),
                                 ({"budgets": {"gemini": 0}}, "/budgets", "positive"),
@@ -306,10 +310,10 @@ def test_toolset_arrays_cut_from_spans_equal_encoding_them_again(
         tmp_path: Path, definitions: list[dict[str, Any]], target: str, picks: list[int]) -> None:
     """The fit stage's toolset files are byte ranges of the worker's tools file (`spans.py`): equal to encoding the
     chosen definitions again, with tokens equal to one direct count, per file and per tool."""
+    from compiler.infra.serialize import canonical_json
     from compiler.ir import McpBinding, Tool
     from compiler.providers import spans
     from compiler.providers.dialect import Lowered
-    from compiler.serialize import canonical_json
 
     tools = [Tool(id=f"mcp:s:t{index}", source="s", name=f"t{index}", description="", input_schema={},
                   binding=McpBinding(server="s", tool_name=f"t{index}")) for index in range(len(definitions))]
@@ -326,3 +330,25 @@ def test_toolset_arrays_cut_from_spans_equal_encoding_them_again(
     assert spans.array_tokens(layout, chosen) == len(ENCODING.encode_ordinary(expected.decode()))
     for tool, definition in zip(tools, definitions, strict=True):
         assert layout.spans[tool.id].tokens == len(ENCODING.encode_ordinary(canonical_json(definition).decode()))
+
+
+def test_the_fit_stage_reads_the_providers_output_and_never_changes_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `schemas/<target>.json` holds is decided once, by the providers stage; the fit stage hands on its own
+    result and leaves `build.providers` as the providers stage made it (the pytest plugin reads it)."""
+    spec = tmp_path / "synthetic.json"
+    spec.write_text(json.dumps(synthetic_openapi(200)))  # more tools than one OpenAI request holds (128)
+    made: dict[str, TargetOutput] = {}
+
+    def providers_stage(build: Build) -> dict[str, TargetOutput]:
+        made.update(emit_providers(build))
+        return dict(made)
+
+    monkeypatch.setattr(pipeline, "emit_providers", providers_stage)
+    build = compile_project(Config(root=ROOT, codegen=False), adhoc_inputs([spec], ROOT), targets=("openai-chat",))
+    output = build.providers["openai-chat"]
+    assert output is made["openai-chat"] and not output.fits_one_request
+    assert "tokens" not in output.summary and build.fit["openai-chat"].summary["fits_one_request"] is False
+    assert _tools_in("openai-chat", build.files["schemas/openai-chat.json"]) == 3  # the discovery form, written once
+    assert len(output.tools) == len(output.layout.spans) > 128  # the definitions, from the array as lowered
+    assert json.loads(output.array.read_bytes())[0] == output.tools[next(iter(output.tools))]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from compiler.providers import codes
 from compiler.providers.descriptions import ELLIPSIS, cut
 from compiler.providers.namemap import arguments_to_wire
-from compiler.providers.validate import validate
+from compiler.providers.registry import validate
 from tests.support.paths import ROOT
 from tests.support.providers import json_documents, lower_one
 
@@ -148,8 +148,8 @@ def test_line_by_line_token_counts_equal_one_direct_count(value: Any) -> None:
     """`tokens.count_bytes` counts canonical JSON line by line (cached); that must be exactly one encode."""
     import bpe_openai
 
+    from compiler.infra.serialize import canonical_json
     from compiler.providers import tokens
-    from compiler.serialize import canonical_json
 
     data = canonical_json(value)
     direct = len(bpe_openai.get_encoding("o200k_base").encode_ordinary(data.decode()))

@@ -27,7 +27,7 @@ EDGE = sorted((FIXTURES / "providers" / "edge").glob("*.json"))
 
 @cache
 def mcp_tools() -> tuple[Tool, ...]:
-    from compiler.diagnostics import Diagnostics
+    from compiler.infra.diagnostics import Diagnostics
 
     tools: list[Tool] = []
     for path in sorted((FIXTURES / "mcp").glob("*.json")):

@@ -31,7 +31,8 @@ def test_long_names_keep_room_for_suffixes_and_stay_apart() -> None:
     a, b = PROVIDERS["openai-chat"].mangler("x" * 100 + "a"), PROVIDERS["openai-chat"].mangler("x" * 100 + "b")
     assert a != b and len(a) == len(b) == 64
     tools = [make_tool(EMPTY, name="y" * 70 + str(i % 2), source=f"s{i}") for i in range(4)]
-    names, _ = assign_names(tools, "openai-chat", NamesConfig(server_prefix="never", namesake="rename"))
+    names, _ = assign_names(tools, "openai-chat", PROVIDERS["openai-chat"].mangler,
+                            NamesConfig(server_prefix="never", namesake="rename"))
     assert len(set(names.values())) == 4 and all(len(n) <= 64 for n in names.values())
 
 
@@ -42,12 +43,14 @@ def _two_servers() -> list[Tool]:
 
 def test_server_prefix_modes() -> None:
     tools = _two_servers()
-    on_conflict, _ = assign_names(tools, "openai-chat", NamesConfig())
+    on_conflict, _ = assign_names(tools, "openai-chat", PROVIDERS["openai-chat"].mangler, NamesConfig())
     assert on_conflict == {"mcp:alpha:fetch": "fetch", "mcp:alpha:search": "alpha__search",
                            "mcp:beta:search": "beta__search"}
-    always, _ = assign_names(tools, "openai-chat", NamesConfig(server_prefix="always", separator="-"))
+    always, _ = assign_names(tools, "openai-chat", PROVIDERS["openai-chat"].mangler,
+                             NamesConfig(server_prefix="always", separator="-"))
     assert always["mcp:alpha:fetch"] == "alpha-fetch"
-    gemini, _ = assign_names(tools, "gemini", NamesConfig(server_prefix="always", separator="."))
+    gemini, _ = assign_names(tools, "gemini", PROVIDERS["gemini"].mangler,
+                             NamesConfig(server_prefix="always", separator="."))
     assert gemini["mcp:beta:search"] == "beta.search"
 
 
@@ -59,8 +62,8 @@ def test_server_prefix_modes() -> None:
     ("raise", {"mcp:alpha:fetch": "fetch", "mcp:alpha:search": "search"}, codes.NAME_CLASH),
 ])
 def test_namesake_strategies(strategy: str, expected: dict[str, str], code: str) -> None:
-    names, diagnostics = assign_names(_two_servers(), "anthropic", NamesConfig(server_prefix="never",
-                                                                              namesake=strategy))  # type: ignore[arg-type]
+    names, diagnostics = assign_names(_two_servers(), "anthropic", PROVIDERS["anthropic"].mangler,
+                                      NamesConfig(server_prefix="never", namesake=strategy))  # type: ignore[arg-type]
     assert names == expected
     assert [d.code for d in diagnostics] == [code]
     assert diagnostics[0].severity == codes.severity(code)

@@ -11,7 +11,7 @@ import yaml
 
 from compiler.commands.live import search_tools
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Tool
 from compiler.pipeline import adhoc_inputs, read_catalog
 from compiler.providers.ranking import SearchEntry, SearchIndex, query_words, words

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from compiler.providers.validate import validate
+from compiler.providers.registry import validate
 from compiler.refs import PointerError
 from tests.support.paths import FIXTURES
 from tests.support.providers import config, lower_one, parameters_of, resolve

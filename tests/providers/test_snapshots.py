@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.sources.recording import read_recording
 from tests.support.paths import FIXTURES
 from tests.support.providers import TARGETS, catalog_of, config, lower, make_tool

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from compiler.config import Config, ToolsetsConfig
-from compiler.diagnostics import Diagnostics
+from compiler.fit.toolsets import plan_toolsets, slug
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, McpBinding, Tool
 from compiler.pipeline import adhoc_inputs, read_catalog
-from compiler.providers.toolsets import plan_toolsets, slug
 from compiler.refs import RefResolver
 from tests.support.paths import FIXTURES
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.refs import (
     BUDGET_EXCEEDED,
     EMPTY_LOOP,

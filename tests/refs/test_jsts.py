@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.refs import NETWORK_REF, RECURSION_PRUNED, RefResolver
 from tests.support.paths import FIXTURES
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.refs import (
     BAD_POINTER,
     EMPTY_LOOP,

@@ -9,7 +9,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.refs import BAD_POINTER, UNSUPPORTED, RefResolver, defs_ref, resolve_pointer
 
 ODD_NAMES = ["a~b", "a/b", "50%", "with space", "ünï😀", "a~1b", "%41"]

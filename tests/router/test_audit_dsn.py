@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.codegen.router_audit import audit_dsn
+from compiler.codegen.router.audit import audit_dsn
 from compiler.config import AuditConfig, config_from_data
-from compiler.diagnostics import CompilerError, Diagnostics
+from compiler.infra.diagnostics import CompilerError, Diagnostics
 
 
 @pytest.mark.parametrize("dsn", [

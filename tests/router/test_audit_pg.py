@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.router import generate_router
+from compiler.codegen.router.router_package import generate_router
 from compiler.config import AuditConfig
 from tests.support.paths import ROOT
 from tests.support.pg_server import PASSWORD, PgServer, free_port, postgres_server

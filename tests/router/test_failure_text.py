@@ -301,10 +301,10 @@ asyncio.run(main())
 
 def test_a_stub_raises_why_and_keeps_the_raw_answer(tmp_path: Path) -> None:
     from compiler.build import Build
-    from compiler.codegen.router import generate_router
-    from compiler.codegen.stubs import generate_stubs
+    from compiler.codegen.router.router_package import generate_router
+    from compiler.codegen.stubs.stub_packages import generate_stubs
     from compiler.config import Config
-    from compiler.diagnostics import Diagnostics
+    from compiler.infra.diagnostics import Diagnostics
     from compiler.refs import RefResolver
     from tests.support.codegen import run_isolated, write_files
     from tests.support.paths import ROOT

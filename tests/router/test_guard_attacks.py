@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import pytest
 
 from compiler.config import OpenApiConfig, RecordingConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog, RiskLevel
-from compiler.loading import load_document
 from compiler.sources.mcp_env import connection_for
 from compiler.sources.mcp_transport import StderrTail
 from compiler.sources.openapi import read_openapi

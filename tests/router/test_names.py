@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from compiler.build import Build
 from compiler.cli import main
 from compiler.config import Config, load_config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Tool
 from compiler.pipeline import compile_project
-from compiler.providers.emit import emit_providers
 from compiler.providers.namemap import arguments_to_wire
+from compiler.providers.schemas import emit_providers
 from compiler.refs import RefResolver, unescape_token
 from tests.support.paths import FIXTURES, ROOT
 from tests.support.providers import catalog_of, make_tool, parameters_of
@@ -133,7 +133,7 @@ def test_foreign_name_maps_are_bugs_not_diagnostics() -> None:
     """A name map the providers stage did not make in this process cannot reach codegen: refusing one is an
     internal error (TC999 at the CLI), not a user-facing warning."""
     catalog = catalog_from(recordings=("mcp-server-time",), openapi=())
-    from compiler.codegen.router import generate_router
+    from compiler.codegen.router.router_package import generate_router
 
     for maps in ({"gemini": {"get_current_time": "mcp:mcp-server-time:get_current_time"}},  # no format
                  {"openai-chat": name_map("gemini", {})},  # another target's map

@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from compiler.config import OpenApiConfig, RecordingConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog, RiskLevel
-from compiler.loading import load_document
 from compiler.policy import is_selected
 from compiler.sources.recording import read_recording
 from tests.servers.raw_http import RawRecorder, RawRequest

@@ -16,9 +16,9 @@ from urllib.parse import unquote
 import pytest
 
 from compiler.config import Config, OpenApiConfig
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.diagnostics import Diagnostics, Severity
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog, McpBinding, Source, Tool
-from compiler.loading import load_document
 from compiler.pipeline import compile_project
 from tests.servers.raw_http import RawRecorder, RawRequest
 from tests.support.paths import FIXTURES

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compiler.codegen.formatting import LINE_LENGTH, TARGET_VERSION, format_python
-from compiler.codegen.router import PACKAGE, SHARED_MODULES, generate_router, static_files
+from compiler.codegen.router.router_package import PACKAGE, SHARED_MODULES, generate_router, static_files
 from tests.support.paths import ROOT
 from tests.support.router import make_build
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.router import generate_router, router_context
+from compiler.codegen.router.router_package import generate_router, router_context
 from compiler.config import ServerConfig, config_from_data
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from tests.support.paths import ROOT
 from tests.support.router import TIME_SERVER, catalog_from, load_router, make_build, name_map, write_router
 
@@ -71,12 +71,13 @@ def test_output_is_deterministic() -> None:
     assert first == second
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
         "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "audit.py",
-        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "http_dispatch.py", "mcp_dispatch.py",
+        "audit_pg.py", "discovery.py", "environment.py", ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py",
         "policy.py", "providers.py", "ranking.py", "redact.py",
         "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",
-        "telemetry.py", "validate.py", "wire.py", "requirements.txt", "requirements-postgres.txt", "py.typed"))
+        "telemetry.py", "validate.py", "wire.py", "wire_bodies.py", "wire_keys.py", "wire_styles.py",
+        "requirements.txt", "requirements-postgres.txt", "py.typed"))
 
 
 def test_literal_secrets_are_not_baked() -> None:
@@ -150,7 +151,7 @@ def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -
     """The compiler leaves a value out of `_tables.json` when it equals its field's default, and the router's loader
     takes the dataclass default for what is missing: the two default lists must agree field for field (a changed
     default in `templates/router/static/_types.py` would otherwise silently change what a tool does)."""
-    from compiler.codegen import router_tables
+    from compiler.codegen.router import tables as router_tables
 
     with load_router(ROOT / "generated" / "python"):
         types = importlib.import_module("toolc_router._types")
@@ -166,3 +167,20 @@ def test_defaults_left_out_of_the_tables_file_are_the_router_dataclasses_own() -
                     own[item.name] = item.default_factory()
             as_json = {name: list(value) if isinstance(value, tuple) else value for name, value in own.items()}
             assert as_json == defaults, spec.__name__
+
+
+@pytest.mark.parametrize(("risk", "baked", "value"), [("critical", "CRITICAL", 3), ("high", "HIGH", 2), ("low", "LOW", 0),
+                                                       (None, "None", None)])
+def test_the_admin_risk_is_baked_by_name(tmp_path: Path, risk: str | None, baked: str, value: int | None) -> None:
+    """`admin_min_risk=CRITICAL`, not `3`: the baked policy reads as the configuration says it."""
+    files = generate_router(make_build(servers=[TIME_SERVER], policy={"admin_min_risk": risk}))
+    source = files["toolc_router/_tables.py"].decode()
+    assert f"    admin_min_risk={baked},\n" in source
+    with load_router(write_router(make_build(servers=[TIME_SERVER], policy={"admin_min_risk": risk}), tmp_path)) as rt:
+        assert importlib.import_module("toolc_router._tables").POLICY.admin_min_risk == value
+        assert rt is not None
+
+
+def test_the_requirements_list_the_type_stubs_mypy_needs() -> None:
+    requirements = generate_router(make_build(servers=[TIME_SERVER]))["toolc_router/requirements.txt"].decode()
+    assert "types-jsonschema" in requirements.splitlines()

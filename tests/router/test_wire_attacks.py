@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, unquote
 import pytest
 
 from compiler.config import OpenApiConfig
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.diagnostics import Diagnostics, Severity
 from tests.servers.raw_http import RawRecorder
 from tests.support.wire import (
     API_KEY,

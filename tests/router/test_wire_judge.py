@@ -24,11 +24,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from compiler.codegen.router_tables import env_name
+from compiler.codegen.router.tables import env_name
 from compiler.config import OpenApiConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog, HttpBinding
-from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from tests.servers.raw_http import RawRecorder, RawRequest, raw_http_server
 from tests.support.judge_control import compare

@@ -29,10 +29,15 @@ QUERY_TABLE = [
 ]
 
 
+def request_module() -> Any:
+    """The request module (`wire`); the fixture gives the parameter styles (`wire_styles`)."""
+    return importlib.import_module("toolc_router.wire")
+
+
 @pytest.fixture(scope="module")
 def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     with generated_router(tmp_path_factory.mktemp("styles"), wire_document("http://h:1", "http://h:2")):
-        yield importlib.import_module("toolc_router.wire"), importlib.import_module("toolc_router._types")
+        yield importlib.import_module("toolc_router.wire_styles"), importlib.import_module("toolc_router._types")
 
 
 @pytest.mark.parametrize(("style", "explode", "string", "array", "obj"), PATH_TABLE)
@@ -95,7 +100,7 @@ def _spec(types: Any, *arguments: Any, **fields: Any) -> Any:
 ])
 def test_the_serializer_fails_closed_on_its_own(wire: Any, arguments: dict[str, Any], words: str) -> None:
     """Defence in depth: whatever validation ran before, `build_request` refuses what it can't send by the rules."""
-    module, types = wire
+    _, types = wire
     spec = _spec(types,
                  types.HttpArg("id", "id", "path", required=True, style="simple", explode=False, kind="integer"),
                  types.HttpArg("tenant", "tenant", "query", style="form", explode=True, kind="string"),
@@ -104,16 +109,16 @@ def test_the_serializer_fails_closed_on_its_own(wire: Any, arguments: dict[str, 
                  types.HttpArg("note", "note", "body", kind="string"),
                  body_content_type="application/json")
     with pytest.raises(types.RouterError, match=words):
-        module.build_request(spec, "http://h", arguments, {"query": {"tenant": "acme"}}, {"key": "SECRET"})
+        request_module().build_request(spec, "http://h", arguments, {"query": {"tenant": "acme"}}, {"key": "SECRET"})
 
 
 def test_the_serializer_sends_presets_and_credentials_once(wire: Any) -> None:
-    module, types = wire
+    _, types = wire
     spec = _spec(types, types.HttpArg("id", "id", "path", required=True, style="simple", explode=False),
                  types.HttpArg("filter", "filter", "query", style="form", explode=True, kind="object"),
                  types.HttpArg("label", "label", "body", required_in_body=True, kind="string"),
                  body_content_type="application/json")
-    request = module.build_request(spec, "http://h/", {"id": 7, "filter": {"size": "a&b"}, "label": "x"},
+    request = request_module().build_request(spec, "http://h/", {"id": 7, "filter": {"size": "a&b"}, "label": "x"},
                                    {"query": {"tenant": "acme"}, "header": {"X-Org": "o"}}, {"key": "S&1"})
     assert request.url == "http://h/things/7?size=a%26b&tenant=acme&api_key=S%261"
     assert request.headers == {"X-Org": "o"} and request.content == b'{"label":"x"}'

@@ -1,4 +1,4 @@
-"""What the server lists (`codegen/router_serve.py` at compile time, `toolc_router.serve_catalog` at run time):
+"""What the server lists (`codegen/router/serve.py` at compile time, `toolc_router.serve_catalog` at run time):
 MCP names, annotations, publishable output schemas, self-contained input schemas, and pages built once."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from compiler.codegen.router_serve import mcp_names, output_schema, tool_annotations
+from compiler.codegen.router.serve import mcp_names, output_schema, tool_annotations
 from compiler.config import NamesConfig
 from compiler.ir import Annotations, HttpBinding, McpBinding, Tool
 from tests.support.router import catalog_from, load_router, make_build, write_router

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from mcp import Client
 
-from compiler.codegen.router_serve import serve_file
+from compiler.codegen.router.serve import serve_file
 from compiler.config import Config, NamesConfig
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.servers.real import EVERYTHING, require_everything

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from compiler.config import RecordingConfig
-from compiler.diagnostics import Diagnostics
-from compiler.loading import load_document
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.sources.recording import (
     BAD_TOOL,
     DUPLICATE_TOOL,

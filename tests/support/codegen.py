@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from compiler.build import Build
-from compiler.codegen.router import static_files
+from compiler.codegen.router.router_package import static_files
 from compiler.config import Config
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog
 from compiler.refs import RefResolver
 from compiler.sources.recording import read_recording
@@ -71,7 +71,7 @@ def router_files(build: Build) -> dict[str, bytes]:
     The shim still carries the real `toolc_router/stubs.py` (the stubs' support code), which needs only the
     contract the shim provides."""
     try:
-        from compiler.codegen.router import generate_router
+        from compiler.codegen.router.router_package import generate_router
 
         files = generate_router(build)
     except ImportError:

@@ -22,13 +22,13 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from compiler.diagnostics import CompilerError, Diagnostics
+from compiler.infra.detect import detect_kind
+from compiler.infra.diagnostics import CompilerError, Diagnostics
+from compiler.infra.loading import parse_document
+from compiler.infra.serialize import canonical_json, catalog_to_json
 from compiler.ir import Catalog
-from compiler.loading import parse_document
 from compiler.pipeline import build_catalog
 from compiler.refs import RefResolver
-from compiler.serialize import canonical_json, catalog_to_json
-from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 from tests.support.paths import ROOT

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Source, Tool
 from compiler.refs import RefResolver, unescape_token
 from compiler.sources.openapi import read_openapi

@@ -23,7 +23,7 @@ import jsonschema
 import yaml
 from mcp import Client
 
-from compiler.codegen.router_tables import env_name
+from compiler.codegen.router.tables import env_name
 from tests.support.cli import run_toolc
 from tests.support.judge_examples import Examples, arguments_for, required_only
 from tests.support.serve import serving_http

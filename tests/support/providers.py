@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from compiler.config import Config, NamesConfig, ProvidersConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Catalog, JsonObject, McpBinding, Source, Tool
 from compiler.providers.lower import TargetResult, lower_target
 from compiler.refs import RefResolver

@@ -6,17 +6,18 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from compiler.build import Build, TargetOutput
-from compiler.codegen.router import generate_router
+from compiler.build import Build, Layout, TargetOutput
+from compiler.codegen.router.router_package import generate_router
 from compiler.config import Config, OpenApiConfig, PolicyConfig, ServerConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog, Source, Tool
-from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
 from tests.support.paths import FIXTURES, ROOT
@@ -48,7 +49,8 @@ def make_build(catalog: Catalog | None = None, *, policy: dict[str, Any] | None 
                     openapi=tuple(openapi))
     return Build(config=config, catalog=catalog if catalog is not None else catalog_from(), resolver=None,  # type: ignore[arg-type]
                  diagnostics=Diagnostics(), targets=("anthropic", "gemini", "openai-chat", "openai-responses"),
-                 providers={target: TargetOutput(target, tools={}, names=names, summary={})
+                 providers={target: TargetOutput(target, tools={}, names=names, summary={}, array=Path(os.devnull),
+                                                 layout=Layout(target, {}), fits_one_request=True)
                             for target, names in (name_maps or {}).items()})
 
 
@@ -61,7 +63,7 @@ def name_map(target: str, tools: dict[str, str | dict[str, Any]]) -> dict[str, A
 
 def with_name_maps(build: Build) -> Build:
     """`build` with the providers' real output (name maps included), as `toolc compile` makes them."""
-    from compiler.providers.emit import emit_providers
+    from compiler.providers.schemas import emit_providers
     from compiler.refs import RefResolver
 
     build.resolver = RefResolver(build.diagnostics)  # make_build has none; the providers stage resolves refs

@@ -15,9 +15,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from compiler.config import OpenApiConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import load_document
 from compiler.ir import Catalog
-from compiler.loading import load_document
 from compiler.sources.openapi import read_openapi
 from tests.servers.raw_http import RawRecorder, RawRequest
 from tests.support.paths import FIXTURES

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import CredentialArgument, HttpArgument, HttpBinding, SecurityScheme, Tool
 from compiler.sources.openapi.codes import CREDENTIAL_PARAMETER
 from compiler.sources.openapi.parameters import Field

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import HttpArgument, JsonObject, SecurityScheme
 from compiler.refs import PointerError, refused_ref, resolve_pointer
 from compiler.sources.openapi.codes import (

@@ -12,7 +12,7 @@ import gc
 from typing import Any
 
 from compiler.config import OpenApiConfig
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Source, Tool
 from compiler.policy import UNMATCHED_POLICY_PATTERN, is_selected, unmatched_source_names
 from compiler.sources.lost_refs import without_lost_refs

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from compiler.config import RiskSettings
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import HttpBinding, RiskLevel, Tool
 from compiler.policy import (
     RiskAssessment,

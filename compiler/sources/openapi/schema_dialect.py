@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, TypeAlias
 
-from compiler.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import JsonObject
 from compiler.refs import PointerError, defs_ref, escape_token, resolve_pointer, unescape_token
 from compiler.schema import (

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ._types import (
+    CRITICAL,
     AuthScheme,
     HttpApiSpec,
     HttpArg,
@@ -102,7 +103,7 @@ POLICY: Final = PolicySpec(
     deny_side_effect_tags=(),
     admin_tools=(),
     admin_token_env="TOOLC_ADMIN_TOKEN",
-    admin_min_risk=3,
+    admin_min_risk=CRITICAL,
     max_concurrency=10,
     audit_db="toolc_audit.sqlite3",
 )

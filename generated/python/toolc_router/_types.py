@@ -142,6 +142,17 @@ class InvocationContext:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """A model's tool call made ready for the router: the tool, its arguments in the tool's own form (or why they
+    are refused as given), and the provider's call id. `Router.execute` runs it."""
+
+    tool_id: str
+    arguments: Any
+    malformed: str | None = None
+    call_id: str | None = None
+
+
 @dataclass(slots=True)
 class ToolResult:
     """What every call returns. `structured`: MCP structuredContent or the HTTP JSON body."""

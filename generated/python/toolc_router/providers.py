@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import discovery
 from ._tables import NAME_MAPS, TOOLS
-from ._types import InvocationContext, NameEntry, ToolResult
+from ._types import NameEntry, ParsedCall, ToolResult
 from .shapes import TooDeep, loads, rewrite
 from .validate import MAX_DEPTH, json_problem
-
-if TYPE_CHECKING:
-    from .router import Router
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -131,27 +128,17 @@ def parse_gemini(function_call: Any) -> tuple[str, str, Any, str | None]:
     return "gemini", str(_field(call, "name")), _field(call, "args"), _field(call, "id")
 
 
-async def route(
-    router: Router,
-    target: str,
-    name: str,
-    raw_arguments: Any,
-    call_id: str | None,
-    context: InvocationContext | None,
-) -> ToolResult:
+def route(
+    target: str, name: str, raw_arguments: Any, call_id: str | None
+) -> ToolResult | ParsedCall:
+    """The call a provider's tool call asks for (`Router.execute` runs it), or a discovery meta-tool's answer."""
     arguments, malformed = decode(raw_arguments)
     entry = resolve(target, name)
     if entry is None and name in discovery.NAMES and malformed is None:
-        return await discovery.serve(router, name, arguments, call_id, context)
+        return discovery.answer(name, arguments, call_id)
     if entry is not None and malformed is None:
         arguments, malformed = to_tool_arguments(entry, arguments)
-    # Unknown names and malformed arguments still go through the router, so the refusal is audited like any other.
-    result = await router.checked_call(
-        entry.tool_id if entry is not None else name,
-        arguments,
-        context,
-        malformed,
-        call_id=call_id,
+    # Unknown names and malformed arguments still go to the router, so the refusal is audited like any other.
+    return ParsedCall(
+        entry.tool_id if entry is not None else name, arguments, malformed, call_id
     )
-    result.call_id = call_id
-    return result

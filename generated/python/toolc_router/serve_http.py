@@ -267,8 +267,8 @@ def create_app(
         async with limiter:
             served_here = name in discovery.NAMES and tool_id is None and denied is None
             if served_here and malformed is None:
-                result = await discovery.serve(
-                    router, name, arguments, None, http_context
+                result = await router.execute(
+                    discovery.answer(name, arguments, None), http_context
                 )
             else:
                 result = await router.checked_call(

@@ -15,15 +15,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._types import InvocationContext, ToolResult
+from ._types import ParsedCall, ToolResult
 from .ranking import SearchEntry, SearchIndex
 from .shapes import TooDeep, loads
 from .validate import MAX_DEPTH
-
-if TYPE_CHECKING:
-    from .router import Router
 
 CATALOG_FILE = Path(__file__).with_name("_catalog.json")
 SEARCH, DESCRIBE, CALL = "toolc_search_tools", "toolc_describe_tool", "toolc_call_tool"
@@ -108,14 +105,16 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
     return raw, None
 
 
-async def serve(
-    router: Router,
-    name: str,
-    arguments: dict[str, Any],
-    call_id: str | None,
-    context: InvocationContext | None,
-) -> ToolResult:
-    """Answer one meta-tool call (`name` in NAMES)."""
+def answer(
+    name: str, arguments: dict[str, Any], call_id: str | None
+) -> ToolResult | ParsedCall:
+    """Answer one meta-tool call (`name` in NAMES): search and describe here, `toolc_call_tool` as the call the
+    router is to make."""
+    if name == CALL:
+        tool_arguments, problem = _arguments(arguments.get("arguments"))
+        return ParsedCall(
+            str(arguments.get("tool")), tool_arguments or {}, problem, call_id
+        )
     if name == SEARCH:
         limit = arguments.get("limit")
         result = _result(
@@ -124,17 +123,12 @@ async def serve(
                 limit if isinstance(limit, int) and limit > 0 else DEFAULT_LIMIT,
             )
         )
-    elif name == DESCRIBE:
+    else:
         found = describe(str(arguments.get("tool")))
         result = (
             _result(found)
             if found is not None
             else ToolResult.failure(f"no tool {arguments.get('tool')!r}")
-        )
-    else:
-        tool_arguments, problem = _arguments(arguments.get("arguments"))
-        result = await router.checked_call(
-            str(arguments.get("tool")), tool_arguments or {}, context, problem
         )
     result.call_id = call_id
     return result

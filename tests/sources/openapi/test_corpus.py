@@ -12,7 +12,7 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.ir import HttpBinding, Source, Tool
 from compiler.sources.openapi import read_openapi
 from tests.support.openapi import (

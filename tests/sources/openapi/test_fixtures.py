@@ -10,9 +10,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from compiler.config import OpenApiConfig
-from compiler.diagnostics import Diagnostics, Severity
+from compiler.infra.detect import detect_kind
+from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.ir import HttpArgument, HttpBinding, PartialOutputBinding, RiskLevel, SecurityScheme, Tool
-from compiler.sources.detect import detect_kind
 from compiler.sources.openapi import read_openapi
 from tests.support.openapi import FIXTURES, compile_file, dangling_refs, dialect_leftovers
 

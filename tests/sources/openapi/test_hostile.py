@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.diagnostics import Diagnostics, Severity
-from compiler.loading import load_document
+from compiler.infra.diagnostics import Diagnostics, Severity
+from compiler.infra.loading import load_document
 from compiler.sources.openapi import read_openapi
 from tests.support.openapi import (
     CORPUS,

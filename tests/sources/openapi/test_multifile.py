@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.diagnostics import Severity
+from compiler.infra.diagnostics import Severity
 from compiler.ir import HttpBinding, Tool
 from tests.support.openapi import FIXTURES, compile_file, dangling_refs
 

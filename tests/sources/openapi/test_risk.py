@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compiler.codegen.router_serve import tool_annotations
+from compiler.codegen.router.serve import tool_annotations
 from compiler.config import load_config
-from compiler.diagnostics import CompilerError
+from compiler.infra.diagnostics import CompilerError
 from compiler.ir import Annotations, RiskLevel
 from tests.support.cli import run_toolc
 from tests.support.openapi import FIXTURES, compile_file

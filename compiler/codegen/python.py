@@ -1,0 +1,73 @@
+"""The codegen emitter: typed stubs per source (`codegen.stubs.stub_packages`) and the router package (`codegen.router.router_package`),
+all under `python/` in the output folder. Layout:
+
+    python/toolc_router/          the generated, policy-checked router (one per project); its `stubs.py` is
+                                  the runtime support every source package's stubs share
+    python/<source_package>/      one package per source: models.py (pydantic v2), tools.py (async stubs);
+                                  needs `toolc_router` next to it
+    python/ruff.toml              the settings every `.py` file above is formatted with (`codegen.formatting`)
+"""
+
+from __future__ import annotations
+
+from compiler.build import Build, CodegenRecord
+from compiler.codegen.cache import fingerprint, record, reuse
+from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
+from compiler.infra import limits
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.parallel import Background, can_fork, cores
+
+BACKGROUND_MIN_TOOLS = 1000
+"""From this many tools the router is generated in a forked child while this process makes the stubs: both are
+one core's work (Microsoft Graph: 3 s and 13 s), so on two cores the router's time is saved. Below it, the fork
+costs more than it saves. The output is the same either way (the tests compare both)."""
+
+
+def emit_python(build: Build) -> CodegenRecord | None:
+    """Add the `python/` files (reused from the output folder when provably current); None without codegen."""
+    if not build.config.codegen:
+        return None
+    key = fingerprint(build)
+    reused = reuse(build, key)
+    if reused is not None:
+        return reused
+    before = len(build.diagnostics)
+    generated = _generate(build)
+    if generated:
+        generated["ruff.toml"] = RUFF_TOML
+    try:
+        formatted = format_python(generated)
+    except FormatError as exc:
+        build.diagnostics.error(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
+        return None
+    files = {f"python/{path}": content for path, content in sorted(formatted.items())}
+    for path, content in files.items():
+        build.add_file(path, content)
+    return record(key, files, build.diagnostics.items[before:])
+
+
+def _generate(build: Build) -> dict[str, bytes]:
+    """The router's files and the stubs', with the router's diagnostics before the stubs' wherever it ran."""
+    # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
+    from compiler.codegen.router.router_package import generate_router
+    from compiler.codegen.stubs.stub_packages import generate_stubs
+
+    if cores() < 2 or len(build.catalog.tools) < BACKGROUND_MIN_TOOLS or not can_fork():
+        return {**generate_router(build), **generate_stubs(build)}
+
+    def router_with_diagnostics() -> tuple[dict[str, bytes], list[Diagnostic]]:
+        mark = len(build.diagnostics)  # in the child: what it adds is handed back with its files
+        return generate_router(build), build.diagnostics.items[mark:]
+
+    router = Background(router_with_diagnostics, budget_mb=limits.worker_budget())
+    mark = len(build.diagnostics)
+    try:
+        stubs = generate_stubs(build)
+    except BaseException:
+        router.cancel()
+        raise
+    router_files, router_diagnostics = router.result()
+    stubs_diagnostics = build.diagnostics.items[mark:]
+    del build.diagnostics.items[mark:]
+    build.diagnostics.extend([*router_diagnostics, *stubs_diagnostics])
+    return {**router_files, **stubs}

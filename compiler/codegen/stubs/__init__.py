@@ -1,0 +1,2 @@
+"""The stubs generator: one typed package per source (`python/<source>/`: pydantic models and functions).
+"""

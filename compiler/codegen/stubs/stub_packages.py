@@ -1,0 +1,286 @@
+"""Typed Python stubs: one package per source, every tool an `async` function that calls the router.
+
+Layout (under `python/` in the output folder, next to the router's `toolc_router/`):
+
+    <package>/__init__.py   re-exports every stub, `ToolCallError` and `ToolOutputError`
+    <package>/tools.py      one `async def` per tool: keyword-only arguments mirroring the input schema
+                            (required first, optional ones default to None), the description as docstring,
+                            `context: InvocationContext | None = None` last; it builds the JSON-ready
+                            `arguments` (keyed by the schema's property names) and awaits
+                            `toolc_router.call_tool(tool_id, arguments, context=context)`. Returns the output
+                            model when the tool declares an output schema (raising `ToolCallError` when the
+                            call fails or has no structured content, and `ToolOutputError`, which carries
+                            the raw answer, when the answer does not fit the model), else the router's
+                            `ToolResult`.
+    <package>/models.py     pydantic v2 models from datamodel-code-generator: `<Tool>Input`, `<Tool>Output`
+                            and the source's shared definitions, generated once (`codegen.stubs.models`); output
+                            models never stricter than their JSON Schema, inputs strict (`codegen.stubs.lenient`)
+    <package>/_models_<i>.py  only for a big source (more than `model_chunks.CHUNK_WEIGHT` bytes of schema):
+                            its models in independent chunks, generated in parallel processes; models.py then
+                            re-exports every tool model and every name defined in only one chunk, and tools.py
+                            spells the others through their chunk (`codegen.stubs.model_chunks`)
+    <package>/py.typed
+
+The argument building and result checking the stubs share is one module of the router package,
+`toolc_router/stubs.py` (copied by `codegen.router.router_package`), not a copy per source package. tools.py imports it as
+`_support` (the name `# toolc: keep` functions from older versions already use) and imports
+`InvocationContext`/`ToolResult` from it at run time, not under `if TYPE_CHECKING:`: that block can hold
+third-party imports from the models (pydantic), and ruff's isort would then order it differently depending on
+whether it classifies `toolc_router` as first- or third-party (it does, by the folder ruff runs in). At the
+top level `toolc_router` is the only import between the standard library and the package's own, so its
+section is the same either way.
+
+`<package>` is the source id in snake_case (`mcp-server-time` → `mcp_server_time`), with a trailing `_` when
+that would shadow a standard-library module or a runtime dependency (a TC610 warning). A `pattern` pydantic
+would refuse at import is dropped from the models first (TC611, `codegen.stubs.patterns`). Names, literals and docstrings follow
+`codegen.stubs.identifiers` and `codegen.stubs.literals`; every module passes `literals.check_module` (compiles, nothing
+runs on import; tools.py piece by piece, `codegen.stubs.stub_functions`) or the package is not emitted (TC603). Functions marked `# toolc: keep` in the previous
+`tools.py` are carried over (`codegen.stubs.keep`). Output is deterministic: the provenance line carries a digest of
+the input, never a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import libcst
+
+from compiler.build import Build
+from compiler.codegen.env import render
+from compiler.codegen.stubs.bundling import SharedDefinitions
+from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
+from compiler.codegen.stubs.identifiers import name_hash, pascal_name, snake_name, unique_names
+from compiler.codegen.stubs.keep import kept_functions, merge_kept
+from compiler.codegen.stubs.lenient import SplitDirections
+from compiler.codegen.stubs.literals import UnsafeModule, check_module, docstring_literal
+from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
+from compiler.codegen.stubs.models import Combined, ModelGenerationError, ModelRequest, combine
+from compiler.codegen.stubs.stub_functions import Stub, functions
+from compiler.infra import limits
+from compiler.infra.diagnostics import CompilerError
+from compiler.infra.serialize import compact_json
+from compiler.ir import Source, Tool
+
+MODELS_FAILED = "TC601"
+MODEL_MISSING = "TC602"
+UNSAFE_MODULE = "TC603"
+NAME_COLLISION = "TC604"
+FOREIGN_REF = "TC605"
+KEPT_ORPHAN = "TC606"
+KEEP_UNPARSABLE = "TC607"
+BUNDLE_FAILED = "TC608"
+SHADOWING_PACKAGE = "TC610"
+BAD_PATTERN = "TC611"
+NAME_CUT = "TC612"
+
+RUNTIME_PACKAGES = frozenset({
+    "toolc_router", "compiler", "pydantic", "pydantic_core", "pydantic_settings", "typing_extensions",
+    "typing_inspection", "annotated_types", "mcp", "mcp_types", "httpx", "httpx2", "httpcore", "httpcore2", "h11",
+    "anyio", "sniffio", "idna", "certifi", "jsonschema", "jsonschema_specifications", "referencing", "rpds",
+    "attrs", "attr", "starlette", "sse_starlette", "uvicorn", "multipart", "python_multipart", "jwt", "dotenv",
+    "opentelemetry", "yaml", "click", "truststore",
+})
+"""Import names the generated router runs on (its dependencies and theirs): a source package of the same name
+next to `toolc_router/` would shadow it for every import."""
+PACKAGE_RESERVED = frozenset({*sys.stdlib_module_names, *RUNTIME_PACKAGES})
+FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
+"""Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
+_ALLOWED_CALLS = frozenset({"model_rebuild"})
+"""Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
+_NO_MODELS = GeneratedModels(files={}, modules=(), owner={})
+
+GENERATOR = "compiler.codegen.stubs"
+"""What the generated files name as their generator (the package, wherever its modules sit)."""
+
+
+def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
+    names = unique_names([s.id for s in sources],
+                         lambda raw: snake_name(raw, fallback="source", prefix="s", reserved=PACKAGE_RESERVED))
+    return {source.id: names[source.id] for source in sources}
+
+
+def generate_stubs(build: Build) -> dict[str, bytes]:
+    packages = package_names(build.catalog.sources)
+    for source in build.catalog.sources:
+        plain = snake_name(source.id, fallback="source", prefix="s")
+        if plain in PACKAGE_RESERVED and packages[source.id] != plain:
+            what = "a module of the standard library" if plain in sys.stdlib_module_names else \
+                "a package the generated router imports"
+            build.diagnostics.warning(SHADOWING_PACKAGE, f"package name {plain!r} would shadow {what}; the stubs "
+                                      f"of this source are the package {packages[source.id]!r}",
+                                      source=source.location or source.id)
+    files: dict[str, bytes] = {}
+    cache = ModelChunkCache(build.out_dir, build.diagnostics) if build.out_dir is not None else None
+    for source in build.catalog.sources:
+        tools = [tool for tool in build.catalog.tools if tool.source == source.id]
+        files.update(SourcePackage(build, source, tools, packages[source.id], cache).generate())
+    if cache is not None:
+        cache.save()
+    return files
+
+
+def input_digest(source: Source, tools: list[Tool]) -> str:
+    data = {"source": source.id, "definitions": dict(source.definitions),
+            "tools": [[t.id, t.name, t.title, t.description, t.input_schema, t.output_schema] for t in tools]}
+    return hashlib.sha256(compact_json(data)).hexdigest()
+
+
+class SourcePackage:
+    def __init__(self, build: Build, source: Source, tools: list[Tool], package: str,
+                 cache: ModelChunkCache | None = None) -> None:
+        self.build = build
+        self.cache = cache
+        self.source = source
+        self.tools = tools
+        self.package = package
+        self.digest = input_digest(source, tools)
+        self.where = {"source": source.location or source.id}
+
+    def generate(self) -> dict[str, bytes]:
+        stubs = self.stubs()
+        models = self._models(stubs)
+        try:
+            generated = self._tools_module(stubs, models)  # checked as it is made, piece by piece
+            files = {"tools.py": generated}
+            orphans = self._carry_over(files)
+            if orphans is None:
+                return {}
+            files["__init__.py"] = self._init_module(stubs, orphans)
+            for name, code in files.items():
+                if name != "tools.py" or code != generated:  # tools.py again only with edits carried over
+                    check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
+        except UnsafeModule as exc:
+            self.build.diagnostics.error(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}", **self.where)
+            return {}
+        files.update(models.files or {"models.py": self._empty_models()})  # checked in _models()
+        # Every file ends with exactly one newline, whatever the generator or a carried-over edit left.
+        out = {f"{self.package}/{name}": code.rstrip("\n").encode() + b"\n" for name, code in sorted(files.items())}
+        out[f"{self.package}/py.typed"] = b""
+        return out
+
+    # -- names and schemas ------------------------------------------------------------------------------
+
+    def stubs(self) -> list[Stub]:
+        names = unique_names([t.name for t in self.tools],
+                             lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
+        classes = unique_names(names.values(), lambda raw: pascal_name(raw, fallback="Tool"))
+        stubs: list[Stub] = []
+        for tool in self.tools:
+            name = names[tool.name]
+            if len(tool.name) > limits.current().max_identifier_length and name.endswith(name_hash(tool.name)):
+                self.build.diagnostics.info(NAME_CUT, f"stub name cut to {name} (the tool name is longer than "
+                                            "limits.max_identifier_length)", tool=tool.id, **self.where)
+            elif name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
+                self.build.diagnostics.info(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
+                                            tool=tool.id, **self.where)
+            key = classes[name]
+            stubs.append(Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
+        return stubs
+
+    def _request(self, key: str, tool: Tool, schema: Mapping[str, Any], pointer: str,
+                 shared: SharedDefinitions, direction: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> ModelRequest:
+        """The tool schema bundled, rewritten for its direction (`lenient.SplitDirections`), without the source's
+        shared definitions (held once in `shared`)."""
+        try:
+            bundled = self.build.resolver.bundle(dict(schema), self.build.catalog.definitions_for(tool),
+                                                 source=self.source.id, tool=tool.id)
+        except CompilerError as exc:
+            self.build.diagnostics.warning(BUNDLE_FAILED, f"schema left untyped: {exc.diagnostic.message}",
+                                           tool=tool.id, pointer=pointer, **self.where)
+            return ModelRequest(key, {"type": "object"}, tool.id, pointer)
+        split = shared.split(direction(bundled), pointer)
+        for bad in split.dropped:
+            self.build.diagnostics.warning(BAD_PATTERN, f"pattern {bad.pattern[:80]!r} would not compile when the "
+                                           f"models are imported ({bad.reason}); dropped from the typed model",
+                                           tool=tool.id, pointer=bad.pointer, **self.where)
+        return ModelRequest(key, split.schema, tool.id, pointer, introduces=split.introduces)
+
+    def combined(self, stubs: list[Stub]) -> tuple[list[ModelRequest], Combined]:
+        """Every tool model's request and the source's combined `$defs` table (`models.combine`)."""
+        keys = {key for stub in stubs for key in (stub.input_key, stub.output_key) if key}
+        directions = SplitDirections(self.source.definitions,
+                                     (stub.tool.output_schema for stub in stubs if stub.output_key))
+        shared = SharedDefinitions((frozenset(self.source.definitions) | directions.strict_names) - keys)
+        requests: list[ModelRequest] = []
+        for stub in stubs:
+            requests.append(self._request(stub.input_key, stub.tool, stub.tool.input_schema, "/inputSchema", shared,
+                                          directions.input))
+            if stub.output_key and stub.tool.output_schema is not None:
+                requests.append(self._request(stub.output_key, stub.tool, stub.tool.output_schema, "/outputSchema",
+                                              shared, directions.output))
+        return requests, combine(requests, shared.cleaned)
+
+    def _models(self, stubs: list[Stub]) -> GeneratedModels:
+        requests, combined = self.combined(stubs)
+        if not requests:
+            return _NO_MODELS
+        for request, ref in combined.foreign_refs:
+            self.build.diagnostics.warning(FOREIGN_REF, f"non-local $ref {ref!r} typed as Any", tool=request.tool,
+                                           pointer=request.pointer, **self.where)
+        # Provenance kept under 88 columns (the formatter's width): the digest gets a line of its own.
+        header = (f"# Pydantic models for package {self.package}: generated by {GENERATOR}\n"
+                  f"# from input sha256:{self.digest}.")
+        try:
+            models = generate_models(combined.schema["$defs"], [r.key for r in requests], package=self.package,
+                                     header=header, allow_calls=_ALLOWED_CALLS, cache=self.cache)
+        except (ModelGenerationError, UnsafeModule) as exc:
+            self.build.diagnostics.warning(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
+                                           **self.where)
+            return _NO_MODELS
+        for request in requests:
+            if models.for_key(request.key) is None:
+                self.build.diagnostics.warning(MODEL_MISSING, f"no model {request.key} was generated; typed as Any",
+                                               tool=request.tool, pointer=request.pointer, **self.where)
+        return models
+
+    # -- modules ----------------------------------------------------------------------------------------
+
+    def _docstring(self, what: str) -> str:
+        text = (f"{what} the tools of source {self.source.id!r} (package {self.package}).\n\n"
+                f"Generated by {GENERATOR} from input\nsha256:{self.digest}.\n"
+                "Do not edit, except functions marked `# toolc: keep` in tools.py,\n"
+                "which regeneration carries over.")
+        return docstring_literal(text)
+
+    def _empty_models(self) -> str:
+        return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
+
+    def _tools_module(self, stubs: list[Stub], models: GeneratedModels) -> str:
+        """tools.py, checked as it is made: its head (docstring, imports) here, its functions piece by piece
+        (`stub_functions`). The template ends with the functions, so the module is the head followed by them."""
+        made = functions(stubs, models, filename=f"{self.package}/tools.py", allow_calls=_ALLOWED_CALLS)
+        head = render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
+                      typing_imports=made.imports.lines(), uses_tool_result=made.uses_tool_result, functions="")
+        check_module(head, filename=f"{self.package}/tools.py (docstring and imports)", allow_calls=_ALLOWED_CALLS)
+        return head + made.text
+
+    def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
+        """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.stubs.keep`).
+
+        Returns the kept functions that have no tool any more, or None when the previous module cannot be read
+        (an error: the compile fails and the user's file stays as it is)."""
+        previous = self.build.previous_output.get(f"python/{self.package}/tools.py")
+        if previous is None:
+            return ()
+        try:
+            kept = kept_functions(previous.decode("utf-8"))
+        except (UnicodeDecodeError, libcst.ParserSyntaxError) as exc:
+            self.build.diagnostics.error(
+                KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "
+                f"parse ({type(exc).__name__}); fix it or delete it", **self.where)
+            return None
+        merged = merge_kept(files["tools.py"], kept)
+        files["tools.py"] = merged.code
+        for name in merged.orphaned:
+            self.build.diagnostics.warning(KEPT_ORPHAN, f"kept function {name}() has no tool any more; it stays in "
+                                           "tools.py until you delete it or its `# toolc: keep` marker", **self.where)
+        return merged.orphaned
+
+    def _init_module(self, stubs: list[Stub], orphans: tuple[str, ...]) -> str:
+        names = sorted([stub.name for stub in stubs] + list(orphans))
+        return render("stubs/__init__.py.jinja", docstring=self._docstring("Typed stubs for"), names=names,
+                      all_names=sorted([*names, "ToolCallError", "ToolOutputError"]))
+
