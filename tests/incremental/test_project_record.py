@@ -139,3 +139,14 @@ def test_toolc_identity_covers_its_code_templates_and_libraries() -> None:
     libraries = identity._library_versions()
     assert any(name.startswith("ruff-0.17.6") for name in libraries)
     assert any(name.startswith("datamodel_code_generator-") for name in libraries)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_proof_reports_what_a_full_check_reports(compiled: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    seen = compiles(monkeypatch)
+    proved = run("check", "--format", fmt)
+    assert not seen
+    store.cache_path(compiled / "out", project.KIND).unlink()
+    full = run("check", "--format", fmt)
+    assert seen
+    assert (proved.exit_code, proved.output) == (full.exit_code, full.output)
