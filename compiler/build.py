@@ -127,7 +127,8 @@ class Build:
     out_dir: Path | None = None
     """The output folder this compile is for (its caches sit beside it); None: no cache is read or written."""
     ir_hashes: dict[str, str] | None = None
-    """Tool id → `drift.lock.ToolHasher.ir_hash`, made by the providers stage for its cache and read by the lock."""
+    """Tool id → `incremental.ir_hash.ToolHasher.ir_hash`, made before the providers stage (its lowering reuse's key)
+    and read by the lock."""
     project_key: str | None = None
     """`incremental.project.fingerprint` of this compile's settings, targets, inputs and `reads`."""
 

@@ -29,6 +29,7 @@ from compiler.config import (
 from compiler.drift.lock import emit_lock
 from compiler.fit.forms import emit_fit
 from compiler.incremental import project as project_cache
+from compiler.incremental.ir_hash import tool_hashes
 from compiler.infra import limits
 from compiler.infra.detect import detect_kind
 from compiler.infra.diagnostics import CompilerError, Diagnostics
@@ -237,6 +238,8 @@ def _catalog(build: Build) -> None:
 
 
 def _providers(build: Build) -> None:
+    if build.targets:                          # each tool's IR hash: the key of its lowering's reuse, and the lock's
+        build.ir_hashes = tool_hashes(build.catalog)
     build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
 
 

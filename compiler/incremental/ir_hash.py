@@ -119,3 +119,9 @@ def _components(edges: Mapping[str, list[str]]) -> list[set[str]]:
     return found
 
 
+
+
+def tool_hashes(catalog: Catalog) -> dict[str, str]:
+    """`ToolHasher.ir_hash` of every tool, by id."""
+    hasher = ToolHasher(catalog)
+    return {tool.id: hasher.ir_hash(tool) for tool in catalog.tools}

@@ -16,7 +16,6 @@ from typing import Any
 import orjson
 
 from compiler.build import Build, Layout, TargetOutput
-from compiler.incremental.ir_hash import ToolHasher
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
 from compiler.infra.parallel import can_fork, cores, fork_each
@@ -93,13 +92,13 @@ class _Definitions(Mapping[str, JsonObject]):
 PARALLEL_MIN_TOOLS = 300
 
 
-def _lower_group(build: Build, targets: tuple[str, ...], ir_hashes: Mapping[str, str] | None) -> list[_Emitted]:
+def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
     cache = LoweringCache()
     emitted: list[_Emitted] = []
     for target in targets:
         before = len(build.diagnostics)
-        prior = None if ir_hashes is None or build.out_dir is None else \
-            PriorLowerings(build.out_dir, target, build.config, ir_hashes, build.diagnostics)
+        prior = None if build.ir_hashes is None or build.out_dir is None else \
+            PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics)
         result = lower_target(build.catalog, build.resolver, target, build.config, cache, prior)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
@@ -130,23 +129,13 @@ def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [tuple(group) for group in groups.values()]
 
 
-def _ir_hashes(build: Build) -> dict[str, str] | None:
-    """The lowering cache's per-tool keys (`providers.reuse`), made once before the workers fork."""
-    if build.out_dir is None or not build.targets:
-        return None
-    hasher = ToolHasher(build.catalog)
-    build.ir_hashes = {tool.id: hasher.ir_hash(tool) for tool in build.catalog.tools}
-    return build.ir_hashes
-
-
 def _lower_all(build: Build) -> list[_Emitted]:
     groups = _groups(build.targets)
-    ir_hashes = _ir_hashes(build)
     workers = min(len(groups), cores())
     if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():  # no target: nothing loads
         found: list[_Emitted] = []
         for group in groups:
-            for item in _lower_group(build, group, ir_hashes):
+            for item in _lower_group(build, group):
                 build.progress.step(f"lowered {item.target}")
                 found.append(item)
         return found
@@ -158,7 +147,7 @@ def _lower_all(build: Build) -> list[_Emitted]:
         for item in items:
             build.progress.step(f"lowered {item.target}")
 
-    tasks = [partial(_lower_group, build, group, ir_hashes) for group in groups]
+    tasks = [partial(_lower_group, build, group) for group in groups]
     results = fork_each(tasks, workers, budget_mb=limits.worker_budget(), done=lowered)
     return [item for group in results for item in group]  # merged in group order, whatever finished first
 
