@@ -15,6 +15,12 @@ BatchSpanProcessor, spans to memory):
 Direct and routed calls alternate one for one, so both series see the same machine load. Overhead = router
 percentile - direct percentile. Targets (SQLite, no SDK): p50 <= 0.5 ms, p99 <= 1 ms.
 
+Then the guard chain: the router as shipped (no `gateway:` rules) against the same router with every guard this
+benchmark can configure: a rate limit every call matches (a bucket that never runs dry, so every call takes a
+token), a result budget every result is measured against (64 KiB: these answers fit, so none is cut), and the
+retry bookkeeping; then the same with the rate limit fleet-wide (a token taken in PostgreSQL on every call).
+Calls alternate one for one; added = guarded percentile - shipped percentile. Target: p50 <= 0.5 ms added (local).
+
 Then `--concurrent` calls at once (asyncio.gather) through each sink, with PostgreSQL both as shipped (group
 commit: every request waiting shares one transaction) and with `max_batch=1` (one transaction per request):
 wall time and calls per second, the price of a durable commit before every call and what grouping buys back.
@@ -109,6 +115,77 @@ def print_table(title: str, results: dict[str, tuple[list[float], list[float]]])
               f"{r['p99'] - d['p99']:8.3f} {r['mean'] - d['mean']:8.3f}")
 
 
+def every_guard(rt: Any, fleet: bool) -> dict[str, Any]:
+    """Router arguments configuring each guard: a rate limit no call runs dry, a result budget no answer exceeds."""
+    limit = rt._types.RateLimitSpec(tools="*", rate=1e9, burst=10**9, fleet=fleet, label="bench")
+    budget = rt._types.BudgetSpec(tools="*", limit=65_536, unit="bytes")
+    return {"rate_limits": (limit,), "result_budgets": (budget,)}
+
+
+async def guard_series(rt: Any, make_sink: Callable[[], Any], calls: int, url: str,
+                       dsn: str | None) -> dict[str, tuple[list[float], list[float]]]:
+    """(shipped, guarded) samples for the MCP and HTTP tools; `dsn`: the fleet's rate limit in PostgreSQL."""
+    environ = {"USERS_URL": url, "TOOLC_USERS_KEY": "k-123", **({"TOOLC_AUDIT_DSN": dsn} if dsn else {})}
+    shipped = rt.Router(audit_sink=make_sink(), environ=environ)
+    guarded = rt.Router(audit_sink=make_sink(), environ=environ, **every_guard(rt, fleet=dsn is not None))
+    context = rt.InvocationContext(**CONTEXT)
+    server = probe_server()
+    for router in (shipped, guarded):
+        router.set_server_factory("probe", lambda: server)
+    results: dict[str, tuple[list[float], list[float]]] = {}
+    for kind, tool, arguments in (("mcp", "mcp:probe:echo", lambda i: {"text": f"m{i}"}),
+                                  ("http", "openapi:users:listUsers", lambda i: {"page_size": i % 100})):
+        results[kind] = await paired(
+            calls, lambda i: shipped.call_tool(tool, arguments(i), context=context),  # noqa: B023 (awaited at once)
+            lambda i: guarded.call_tool(tool, arguments(i), context=context))  # noqa: B023
+    for router in (shipped, guarded):
+        await router.aclose()
+        router.audit.close()
+    return results
+
+
+async def guard_alone(rt: Any, calls: int, dsn: str | None) -> dict[str, list[float]]:
+    """Seconds per call of each guard on its own (no dispatch, no audit): what the chain adds, without the noise
+    of a full call on a shared machine."""
+    guards = rt.Router(audit_sink=NullSink(), environ={"TOOLC_AUDIT_DSN": dsn} if dsn else {},
+                       **every_guard(rt, fleet=dsn is not None))
+    tool = rt.router.TOOLS["openapi:users:listUsers"]
+    context = rt.InvocationContext(**CONTEXT)
+    answer = {"users": [{"id": i, "name": f"user {i}"} for i in range(20)]}
+    samples: dict[str, list[float]] = {"rate limit": [], "result budget": []}
+    for i in range(calls + 300):  # the first 300: warm-up (the fleet's connection and table)
+        start = time.perf_counter()
+        assert await guards.rate_limits.refusal(tool, context) is None
+        middle = time.perf_counter()
+        guards.result_budget.apply(tool, rt.ToolResult(structured=answer, content=[{"type": "text", "text": "x"}]),
+                                   "bench")
+        end = time.perf_counter()
+        if i >= 300:
+            samples["rate limit"].append(middle - start)
+            samples["result budget"].append(end - middle)
+    await guards.aclose()
+    return samples
+
+
+def print_alone(title: str, samples: dict[str, list[float]]) -> None:
+    print(f"\n{title}")
+    print(f"{'guard':<16} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for name, series_of in samples.items():
+        found = percentiles(series_of)
+        print(f"{name:<16} {found['p50']:8.4f} {found['p90']:8.4f} {found['p99']:8.4f} {found['mean']:8.4f}")
+
+
+def print_guards(title: str, results: dict[str, tuple[list[float], list[float]]]) -> None:
+    print(f"\n{title}")
+    print(f"{'series':<16} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for kind, (shipped, guarded) in results.items():
+        s, g = percentiles(shipped), percentiles(guarded)
+        print(f"{kind + ' shipped':<16} {s['p50']:8.3f} {s['p90']:8.3f} {s['p99']:8.3f} {s['mean']:8.3f}")
+        print(f"{kind + ' guarded':<16} {g['p50']:8.3f} {g['p90']:8.3f} {g['p99']:8.3f} {g['mean']:8.3f}")
+        print(f"{kind + ' added':<16} {g['p50'] - s['p50']:8.3f} {g['p90'] - s['p90']:8.3f} "
+              f"{g['p99'] - s['p99']:8.3f} {g['mean'] - s['mean']:8.3f}")
+
+
 async def series(rt: Any, sink: Any, calls: int, url: str) -> dict[str, tuple[list[float], list[float]]]:
     import httpx2
     from mcp import Client
@@ -167,7 +244,7 @@ def commit_floor(dsn: str, calls: int) -> str:
     return f"{found['p50']:.3f} / {found['p99']:.3f}"
 
 
-async def main(calls: int, many: int) -> None:
+async def main(calls: int, many: int, guards_only: bool = False) -> None:
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -210,12 +287,26 @@ async def main(calls: int, many: int) -> None:
                   f"{commit_floor(fresh_dsn(), calls)}")
         print(f"calls per series: {calls} (direct and routed alternate; validation on)")
         for traced in (False, True):
+            if guards_only:
+                break
             if traced:  # set once per process: every series after this one runs with an SDK
                 trace.set_tracer_provider(provider := TracerProvider())
                 provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
             for name, make in sinks.items():
                 results = await series(rt, make(), calls, url)
                 print_table(f"sink {name}, OpenTelemetry SDK {'on' if traced else 'off'}", results)
+
+        print_alone("each guard alone, rate limit local", await guard_alone(rt, calls, None))
+        if dsn is not None:
+            print_alone("each guard alone, rate limit fleet-wide (PostgreSQL)", await guard_alone(rt, calls, fresh_dsn()))
+        print(f"\nthe guard chain, sink sqlite, OpenTelemetry SDK {'off' if guards_only else 'on'}:")
+        print_guards("every guard configured, rate limit local", await guard_series(rt, sinks["sqlite"], calls, url,
+                                                                                     None))
+        if dsn is not None:
+            print_guards("every guard configured, rate limit fleet-wide (PostgreSQL)",
+                         await guard_series(rt, sinks["sqlite"], calls, url, fresh_dsn()))
+        if guards_only:
+            return
 
         print(f"\n{many} concurrent calls (OpenTelemetry SDK on), wall time:")
         variants: dict[str, Callable[[], Any]] = {"sqlite": sinks["sqlite"]}
@@ -232,5 +323,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--concurrent", type=int, default=2000)
+    parser.add_argument("--guards-only", action="store_true", help="only the guard chain's series")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.calls, arguments.concurrent))
+    asyncio.run(main(arguments.calls, arguments.concurrent, arguments.guards_only))

@@ -13,7 +13,7 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from compiler.infra.detect import detect_kind
@@ -207,6 +207,79 @@ class AuditConfig(_Strict):
     refused, TC670); `TOOLC_AUDIT_DSN` overrides it at run time."""
 
 
+PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
+
+
+class RateLimitRule(_Strict):
+    """One token bucket: `calls` per `per`, at most `burst` at once (default `calls`), for the calls whose tool
+    (id or name), source and caller match the globs; one bucket per caller unless `per_caller: false`; shared by
+    every router process through the audit's PostgreSQL when `fleet: true`."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    calls: int = Field(gt=0)
+    per: Literal["second", "minute", "hour", "day"] = "minute"
+    burst: int | None = Field(default=None, gt=0)
+    per_caller: bool = True
+    fleet: bool = False
+
+
+class RateLimitsConfig(_Strict):
+    """`gateway.rate_limits`: every rule a call matches takes a token (`templates/router/static/rate_limits.py`)."""
+
+    rules: tuple[RateLimitRule, ...] = ()
+
+
+class BudgetRule(_Strict):
+    """Results of the calls whose tool (id or name), source and caller match the globs reach the model cut to
+    `bytes` (UTF-8) or `tokens` (o200k)."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    bytes: int | None = Field(default=None, ge=1024)
+    tokens: int | None = Field(default=None, ge=256)
+
+    @model_validator(mode="after")
+    def _one_unit(self) -> BudgetRule:
+        if (self.bytes is None) == (self.tokens is None):
+            raise ValueError("a result budget sets one of bytes or tokens")
+        return self
+
+
+class ResultBudgetConfig(_Strict):
+    """`gateway.result_budget`: the first rule matching a call sets its result's budget
+    (`templates/router/static/result_budget.py`)."""
+
+    rules: tuple[BudgetRule, ...] = ()
+
+
+class RetryRule(_Strict):
+    """How often, and how long, an idempotent HTTP call the API answers 429/503 with `Retry-After` is sent again,
+    for the calls whose tool (id or name), source and caller match the globs. A POST or PATCH never is."""
+
+    tools: str = Field(default="*", min_length=1)
+    source: str = Field(default="*", min_length=1)
+    caller: str = Field(default="*", min_length=1)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_wait_s: float = Field(default=5.0, ge=0, le=300)
+
+
+class RetriesConfig(_Strict):
+    """`gateway.retries`: the first rule matching a call bounds its retries (none: 2 retries, 5 s)."""
+
+    rules: tuple[RetryRule, ...] = ()
+
+
+class GatewayConfig(_Strict):
+    """The router as a shared gateway: one sub-section per guard."""
+
+    rate_limits: RateLimitsConfig = RateLimitsConfig()
+    result_budget: ResultBudgetConfig = ResultBudgetConfig()
+    retries: RetriesConfig = RetriesConfig()
+
+
 class Config(_Strict):
     root: Path = Path(".")
     name: str = "toolc project"
@@ -246,6 +319,7 @@ class Config(_Strict):
                 raise ValueError(f"budgets: {key}: a budget is a positive number of tokens")
         return value
     audit: AuditConfig = AuditConfig()
+    gateway: GatewayConfig = GatewayConfig()
     limits: Limits = Limits()
     """Resource limits (`compiler.infra.limits`): document size, nesting, aliases, numbers, names, memory."""
     codegen: bool = True

@@ -25,7 +25,7 @@ import pytest
 from compiler.codegen.router.router_package import generate_router
 from compiler.config import AuditConfig
 from tests.support.paths import ROOT
-from tests.support.pg_server import PASSWORD, PgServer, free_port, postgres_server
+from tests.support.pg_server import PASSWORD, PgServer, free_port, postgres_or_skip
 from tests.support.router import load_router, make_build, probe_catalog, probe_server, write_router
 
 psycopg = pytest.importorskip("psycopg")
@@ -35,17 +35,7 @@ EVENTS = ("policy_decision", "tool_invocation_start", "tool_invocation_end")
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
-    server_context = postgres_server()
-    try:
-        server = server_context.__enter__()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL audit tests: {exc}")
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server_context.__exit__(None, None, None)
+    yield from postgres_or_skip("the PostgreSQL audit tests")
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ def test_output_is_deterministic() -> None:
     assert sorted(first) == sorted(f"toolc_router/{m}" for m in (
         "__init__.py", "_catalog.json", "_env.py", "_schemas.json", "_tables.json", "_tables.py", "_types.py", "audit.py",
         "audit_pg.py", "discovery.py", "environment.py", ".env.example", "guards.py", "http_dispatch.py", "mcp_dispatch.py",
-        "policy.py", "providers.py", "ranking.py", "redact.py",
+        "policy.py", "providers.py", "ranking.py", "rate_limits.py", "redact.py", "result_budget.py", "scope.py",
         "router.py", "serve.py", "serve_catalog.py", "serve_http.py", "serve_limits.py", "serve_mcp.py", "_serve.json",
         "shapes.py",
         "stubs.py",

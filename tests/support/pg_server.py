@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.servers.inprocess import free_port
 
 USER = "toolc"
@@ -132,3 +134,19 @@ def postgres_server() -> Iterator[PgServer]:
         return
     raise RuntimeError("no PostgreSQL server could start: " + ("; ".join(reasons) or "no binaries found "
                        "(pip install pgserver, or apt-get install postgresql)"))
+
+
+def postgres_or_skip(what: str) -> Iterator[PgServer]:
+    """A module fixture's body: a running server, or the module skipped where none can start (failed on CI,
+    which must run `what`)."""
+    server_context = postgres_server()
+    try:
+        server = server_context.__enter__()
+    except RuntimeError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run {what}: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server_context.__exit__(None, None, None)

@@ -25,6 +25,7 @@ from compiler.build import Build
 from compiler.codegen.env import render, templates_dir
 from compiler.codegen.router.audit import audit_dsn
 from compiler.codegen.router.env import env_example
+from compiler.codegen.router.gateway import budget_rows, rate_limit_rows, retry_rows
 from compiler.codegen.router.guard import policy_aliases, schemas_file, secret_env
 from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
 from compiler.codegen.router.serve import mcp_names, serve_file
@@ -91,6 +92,9 @@ def router_context(build: Build) -> dict[str, object]:
         "uses_http": any(row["http"] is not None for row in rows),
         "uses_auth": any(row["http"] is not None and row["http"]["security"] for row in rows),
         "audit_dsn": dsn,
+        "rate_limits": rate_limit_rows(build.config.gateway.rate_limits),
+        "result_budgets": budget_rows(build.config.gateway.result_budget),
+        "retries": retry_rows(build.config.gateway.retries),
         "env_example": env_example(apis, servers, rows, policy, dsn),
         "targets": tuple(sorted(build.targets)),
         "tables_json": tables_file(rows, maps),

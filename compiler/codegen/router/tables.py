@@ -204,10 +204,12 @@ def tool_rows(tools: list[Tool], diagnostics: Diagnostics,
             "fixed_params": _plain(tool.fixed_params),
             "mcp_tool": None,
             "http": None,
+            "idempotent": False,
         }
         if isinstance(tool.binding, McpBinding):
             row["mcp_tool"] = tool.binding.tool_name
             row["source"] = tool.binding.server
+            row["idempotent"] = tool.annotations.idempotent_hint is True  # only lets a lost call be sent again
         elif isinstance(tool.binding, HttpBinding):
             row["http"] = _http_row(tool.binding, (api_bases or {}).get(tool.source, ""), tool.source)
         else:
@@ -227,7 +229,8 @@ def recording_only_servers(tools: list[Tool], servers: list[dict[str, Any]], dia
 
 
 TABLES_FORMAT = 1
-_TOOL_DEFAULTS: dict[str, Any] = {"side_effects": [], "fixed_params": {}, "mcp_tool": None, "http": None, "aliases": []}
+_TOOL_DEFAULTS: dict[str, Any] = {"side_effects": [], "fixed_params": {}, "mcp_tool": None, "http": None, "aliases": [],
+                                  "idempotent": False}
 _HTTP_DEFAULTS: dict[str, Any] = {"body_content_type": None, "security": [], "base_url": None, "body_required": False}
 _ARG_DEFAULTS: dict[str, Any] = {"required": False, "style": None, "explode": None, "whole_body": False,
                                  "content_type": None, "allow_reserved": False, "required_in_body": False, "kind": None,

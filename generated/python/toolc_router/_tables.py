@@ -18,11 +18,14 @@ from typing import Any, Final, TypeVar
 from ._types import (
     CRITICAL,
     AuthScheme,
+    BudgetSpec,
     HttpApiSpec,
     HttpArg,
     HttpSpec,
     NameEntry,
     PolicySpec,
+    RateLimitSpec,
+    RetrySpec,
     ServerSpec,
     ToolSpec,
 )
@@ -128,6 +131,15 @@ TARGETS: Final[tuple[str, ...]] = (
 
 AUDIT_DSN: Final[str | None] = None
 """`audit.dsn` from the project file, `${ENV}` references unexpanded (TOOLC_AUDIT_DSN overrides it)."""
+
+RATE_LIMITS: Final[tuple[RateLimitSpec, ...]] = ()
+"""`gateway.rate_limits`: token buckets every matching call takes from, in the project file's order."""
+
+RESULT_BUDGETS: Final[tuple[BudgetSpec, ...]] = ()
+"""`gateway.result_budget`: the first rule matching a call cuts its result for the model."""
+
+RETRIES: Final[tuple[RetrySpec, ...]] = ()
+"""`gateway.retries`: the first rule matching a call bounds its retries (none matching: 2 retries, 5 s)."""
 
 SERVERS: Final[Mapping[str, ServerSpec]] = {
     "everything": ServerSpec(

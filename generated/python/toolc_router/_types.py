@@ -75,6 +75,8 @@ class ToolSpec:
     http: HttpSpec | None = None
     aliases: tuple[str, ...] = ()
     """Other names policy rules match besides `id` and `name` (see `policy`)."""
+    idempotent: bool = False
+    """An MCP tool its server annotates `idempotentHint`: a call whose connection was lost may be sent again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,3 +178,45 @@ class ToolResult:
             error=message,
             **fields,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitSpec:
+    """One `gateway.rate_limits` rule: a token bucket of `burst` tokens refilled at `rate` tokens a second, taken by
+    every call whose tool (id or name), source and caller match the globs; one bucket per caller unless
+    `per_caller` is false; shared by every router process through PostgreSQL when `fleet`."""
+
+    tools: str = "*"
+    source: str = "*"
+    caller: str = "*"
+    rate: float = 1.0
+    burst: int = 1
+    per_caller: bool = True
+    fleet: bool = False
+    label: str = ""
+    """How the project file said it (`60 per minute`), for refusals."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSpec:
+    """One `gateway.result_budget` rule: results of the calls whose tool (id or name), source and caller match the
+    globs reach the model cut to `limit` bytes (`unit` "bytes") or o200k tokens (`unit` "tokens")."""
+
+    tools: str = "*"
+    source: str = "*"
+    caller: str = "*"
+    limit: int = 65_536
+    unit: str = "bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySpec:
+    """One `gateway.retries` rule: an idempotent HTTP call (GET, HEAD, OPTIONS, PUT, DELETE, no files) that the API
+    answers 429 or 503 with `Retry-After` is sent again at most `max_retries` times, waiting as asked when that is at
+    most `max_wait_s` seconds (and within the API's timeout). The defaults hold for calls no rule matches."""
+
+    tools: str = "*"
+    source: str = "*"
+    caller: str = "*"
+    max_retries: int = 2
+    max_wait_s: float = 5.0

@@ -572,6 +572,12 @@ def _row(event: AuditEvent) -> tuple[Any, ...]:
     )
 
 
+def configured_dsn(environ: Mapping[str, str]) -> str | None:
+    """The fleet's PostgreSQL DSN, expanded (`TOOLC_AUDIT_DSN`, else `audit.dsn`), or None; RouterError when a
+    variable it names is unset. Fleet rate limits share it with the audit."""
+    return environ.get(DSN_ENV) or (expand(AUDIT_DSN, environ) if AUDIT_DSN else None)
+
+
 def configured_sink(environ: Mapping[str, str], sqlite_path: str) -> AuditSink:
     """The sink a router gets by default: PostgreSQL when a DSN is configured, else SQLite at `sqlite_path`."""
     dsn = environ.get(DSN_ENV)

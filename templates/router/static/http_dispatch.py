@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from ._env import _REFERENCE
-from ._types import HttpApiSpec, RouterError, ToolResult, ToolSpec
+from ._types import HttpApiSpec, RetrySpec, RouterError, ToolResult, ToolSpec
 from .environment import base_url_for, credentials_for, expand_presets
 from .validate import json_problem
 from .wire import HttpRequest, WireRefusal, build_request
@@ -32,6 +32,12 @@ MAX_RESPONSE_BYTES = 32 << 20
 """A response body (decoded) larger than this is refused: no tool result a model can read is that big."""
 MAX_RESPONSE_DEPTH = 200
 """Nesting of a JSON response read into `ToolResult.structured`; deeper stays text only."""
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+DEFAULT_RETRY = RetrySpec()
+"""A 429 or 503 with `Retry-After` on an idempotent request is sent again, at most `max_retries` (2) times, waiting
+as the server asks when that is at most `max_wait_s` (5) seconds and within the API's timeout; otherwise the answer
+is the result. A POST or PATCH is never sent twice (it may have taken effect), nor a request with files.
+`gateway.retries` rules set other bounds per tool, source and caller."""
 
 
 class HttpDispatcher:
@@ -69,8 +75,12 @@ class HttpDispatcher:
         tool: ToolSpec,
         arguments: Mapping[str, Any],
         request: HttpRequest | None = None,
+        decisions: list[dict[str, Any]] | None = None,
+        retry: RetrySpec = DEFAULT_RETRY,
     ) -> ToolResult:
-        """Send the request (`request`, when the router built it already) and read the answer."""
+        """Send the request (`request`, when the router built it already) and read the answer. Each answer that
+        asked to be retried (429 or 503) adds its retry decision to `decisions` (the audit's `retries`); `retry`
+        bounds the retries (`gateway.retries`)."""
         assert tool.http is not None  # as in `request_for`
         request = request or self.request_for(tool, arguments)
         api = self._apis[tool.source]
@@ -111,8 +121,14 @@ class HttpDispatcher:
                         response = await read_capped(
                             await self._client.send(outgoing, stream=True)
                         )
-                        wait = retry_delay(response, request, retries)
-                        if wait is None or loop.time() + wait >= deadline:
+                        wait = retry_delay(response, request, retries, retry)
+                        if wait is not None and loop.time() + wait >= deadline:
+                            wait = None
+                        if decisions is not None and response.status_code in (429, 503):
+                            decisions.append(
+                                retry_decision(response, request, retries, wait, retry)
+                            )
+                        if wait is None:
                             break
                         retries += 1
                         await asyncio.sleep(wait)
@@ -140,27 +156,48 @@ class HttpDispatcher:
             self._client = None
 
 
-IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-MAX_RETRIES = 2
-MAX_RETRY_AFTER = 5.0
-"""A 429 or 503 with `Retry-After` on an idempotent request is sent again, at most `MAX_RETRIES` times, waiting as
-the server asks when that is at most `MAX_RETRY_AFTER` seconds and within the API's timeout; otherwise the answer
-is the result. A POST or PATCH is never sent twice (it may have taken effect), nor a request with files."""
-
-
 def retry_delay(
-    response: httpx2.Response, request: HttpRequest, retries: int
+    response: httpx2.Response,
+    request: HttpRequest,
+    retries: int,
+    retry: RetrySpec = DEFAULT_RETRY,
 ) -> float | None:
     """Seconds to wait before sending `request` again, or None when it is not to be sent again."""
     if (
         response.status_code not in (429, 503)
         or request.method not in IDEMPOTENT
         or request.files
-        or retries >= MAX_RETRIES
+        or retries >= retry.max_retries
     ):
         return None
     wait = _retry_after(response.headers.get("retry-after", ""))
-    return wait if wait is not None and wait <= MAX_RETRY_AFTER else None
+    return wait if wait is not None and wait <= retry.max_wait_s else None
+
+
+def retry_decision(
+    response: httpx2.Response,
+    request: HttpRequest,
+    retries: int,
+    wait: float | None,
+    retry: RetrySpec,
+) -> dict[str, Any]:
+    """One audited retry decision: the answer, and whether it was sent again (after how long) or why not."""
+    decision: dict[str, Any] = {
+        "status": response.status_code,
+        "method": request.method,
+        "retry_after": response.headers.get("retry-after", "")[:64],
+    }
+    if wait is not None:
+        return {**decision, "retried": True, "wait_s": round(wait, 3)}
+    if request.method not in IDEMPOTENT or request.files:
+        why = f"{request.method} is not idempotent" + (
+            " (files)" if request.files else ""
+        )
+    elif retries >= retry.max_retries:
+        why = f"retried {retries} times already (at most {retry.max_retries})"
+    else:
+        why = "no usable Retry-After within the wait cap and the API's timeout"
+    return {**decision, "retried": False, "why": why}
 
 
 def _retry_after(value: str) -> float | None:

@@ -24,11 +24,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, CallToolResult
 
 from ._env import expand, expand_all
 from ._tables import SECRET_ENV
-from ._types import RouterError, ServerSpec
+from ._types import RetrySpec, RouterError, ServerSpec, ToolSpec
 from .redact import redact, secret_values
 
 logger = logging.getLogger(__name__)
@@ -183,3 +184,51 @@ class McpConnection:
             owner.cancel()
             with contextlib.suppress(BaseException):
                 await owner
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """The SDK's own error for a connection that closed while a request waited (the server died or restarted)."""
+    return (
+        isinstance(exc, MCPError)
+        and exc.code == CONNECTION_CLOSED
+        and exc.message == "Connection closed"
+    )
+
+
+async def call_mcp(
+    connection: McpConnection,
+    tool: ToolSpec,
+    arguments: dict[str, Any],
+    retry: RetrySpec,
+    decisions: list[dict[str, Any]] | None = None,
+) -> CallToolResult:
+    """Call `tool` on `connection`. A lost connection is closed (the next call opens a new one); the call is sent
+    again on it only for a tool annotated idempotent, at most `retry.max_retries` times. Each loss adds its
+    retry decision to `decisions` (the audit's `retries`)."""
+    assert tool.mcp_tool is not None  # only MCP tools come here
+    attempts = 0
+    while True:
+        try:
+            return await connection.call(tool.mcp_tool, arguments)
+        except MCPError as exc:
+            if not connection_lost(exc):
+                raise
+            await connection.aclose()
+            why = (
+                None
+                if tool.idempotent and attempts < retry.max_retries
+                else "the tool is not annotated idempotent"
+                if not tool.idempotent
+                else f"retried {attempts} times already (at most {retry.max_retries})"
+            )
+            if decisions is not None:
+                decision: dict[str, Any] = {
+                    "error": "connection lost",
+                    "retried": why is None,
+                }
+                decisions.append(decision if why is None else {**decision, "why": why})
+            if why is not None:
+                raise RouterError(
+                    f"the connection to MCP server {connection.server_id!r} was lost during the call"
+                ) from exc
+            attempts += 1

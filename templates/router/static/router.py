@@ -24,7 +24,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.types import CallToolResult
@@ -32,11 +32,24 @@ from opentelemetry import trace
 
 from . import providers, telemetry
 from ._env import check_environment
-from ._tables import HTTP_APIS, POLICY, SECRET_ENV, SERVERS, TOOLS
+from ._tables import (
+    HTTP_APIS,
+    POLICY,
+    PROJECT,
+    RATE_LIMITS,
+    RESULT_BUDGETS,
+    RETRIES,
+    SECRET_ENV,
+    SERVERS,
+    TOOLS,
+)
 from ._types import (
+    BudgetSpec,
     InvocationContext,
     ParsedCall,
     PolicySpec,
+    RateLimitSpec,
+    RetrySpec,
     RouterError,
     ToolResult,
     ToolSpec,
@@ -49,7 +62,7 @@ from .audit import (
     AuditEvent,
     AuditSink,
 )
-from .audit_pg import configured_sink
+from .audit_pg import configured_dsn, configured_sink
 from .environment import expand_value
 from .guards import (
     Call,
@@ -64,10 +77,13 @@ from .guards import (
     decide,
     first_denial,
 )
-from .http_dispatch import HttpDispatcher
-from .mcp_dispatch import McpConnection, ServerFactory, server_target
+from .http_dispatch import DEFAULT_RETRY, HttpDispatcher
+from .mcp_dispatch import McpConnection, ServerFactory, call_mcp, server_target
 from .policy import ALLOWED, Gate, PolicyDecision, PolicyEngine
+from .rate_limits import FleetBuckets, RateLimiter
 from .redact import printable, redact, redact_data, secret_values
+from .result_budget import ResultBudget
+from .scope import caller_of, first_rule
 from .validate import ArgumentValidator
 from .wire import HttpRequest
 
@@ -116,6 +132,9 @@ class Router:
         environ: Mapping[str, str] | None = None,
         default_context: InvocationContext | None = None,
         trace_content: bool | None = None,
+        rate_limits: Sequence[RateLimitSpec] = RATE_LIMITS,
+        result_budgets: Sequence[BudgetSpec] = RESULT_BUDGETS,
+        retries: Sequence[RetrySpec] = RETRIES,
     ) -> None:
         self._environ = os.environ if environ is None else environ
         self.policy = PolicyEngine(
@@ -152,6 +171,21 @@ class Router:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: dict[str, McpConnection] = {}
         self._http = HttpDispatcher(HTTP_APIS, self._environ, limit=self._limit)
+        environ = self._environ
+        fleet = any(rule.fleet for rule in rate_limits)
+        self.rate_limits = RateLimiter(
+            rate_limits,
+            project=PROJECT,
+            fleet=FleetBuckets(lambda: configured_dsn(environ)) if fleet else None,
+        )
+        if (
+            self.rate_limits.rules
+        ):  # `gateway.rate_limits`: the last guard, so only calls that pass take tokens
+            self.add_guard(self.rate_limits)
+        self.result_budget = ResultBudget(result_budgets)
+        """`gateway.result_budget`: after redaction (a cut through a secret must not leave half of it)."""
+        self.retries = tuple(retries)
+        """`gateway.retries`: the first rule matching a call bounds its retries in the dispatch."""
 
     # Configuration -----------------------------------------------------------------------------------------
 
@@ -184,6 +218,7 @@ class Router:
             "dispatch",
             *(check.name for check in self.result_checks),
             "redaction",
+            *([self.result_budget.name] if self.result_budget.rules else []),
             "audit end",
         ]
 
@@ -290,8 +325,16 @@ class Router:
             **({} if call.tool.http else call.tool.fixed_params),
         }
         started = time.perf_counter()
+        retries: list[dict[str, Any]] = []
+        retry = first_rule(self.retries, call.tool, caller_of(call.context))
         try:
-            result = await self._dispatch(call.tool, call.arguments, call.request)
+            result = await self._dispatch(
+                call.tool,
+                call.arguments,
+                call.request,
+                retries,
+                retry or DEFAULT_RETRY,
+            )
             for check in self.result_checks:
                 result = await check.check(call, result)
         except asyncio.CancelledError:
@@ -307,8 +350,11 @@ class Router:
             logger.debug("call of %s failed", call.tool_id, exc_info=True)
             result = ToolResult.failure(f"{type(exc).__name__}: {exc}")
         _redact_result(result, secrets)
+        result, facts = self._cut_to_budget(call, result)
+        if retries:
+            facts["retries"] = retries
         result.tool_id, result.invocation_id = call.tool_id, call.invocation_id
-        return await self._audit_end(call, result, secrets, started)
+        return await self._audit_end(call, result, secrets, started, facts)
 
     async def _denial(
         self,
@@ -370,13 +416,42 @@ class Router:
             )
         return None
 
+    def _cut_to_budget(
+        self, call: Call, result: ToolResult
+    ) -> tuple[ToolResult, dict[str, Any]]:
+        """The result as the model gets it (`gateway.result_budget`), and the cut for the end row; a result that
+        cannot be cut is withheld (fail closed)."""
+        try:
+            cut = self.result_budget.apply(call.tool, result, caller_of(call.context))
+        except Exception:
+            logger.debug("result budget of %s failed", call.tool_id, exc_info=True)
+            withheld = "the result is over its budget and could not be cut; withheld"
+            return ToolResult.failure(withheld), {}
+        if cut is None:
+            return result, {}
+        return result, {
+            "cut": {
+                "unit": cut.unit,
+                "budget": cut.limit,
+                "was": cut.before,
+                "now": cut.after,
+            }
+        }
+
     async def _audit_end(
-        self, call: Call, result: ToolResult, secrets: list[str], started: float
+        self,
+        call: Call,
+        result: ToolResult,
+        secrets: list[str],
+        started: float,
+        facts: Mapping[str, Any],
     ) -> ToolResult:
-        """`tool_invocation_end`; a call whose end cannot be stored is reported as an error (it did run)."""
+        """`tool_invocation_end` with the `facts` of the steps after the start (retries, a cut); a call whose end
+        cannot be stored is reported as an error (it did run)."""
         end = {
             "status": "error" if result.is_error else "success",
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            **facts,
         }
         if result.error:
             end["error"] = result.error
@@ -440,6 +515,7 @@ class Router:
         for connection in connections.values():
             await connection.aclose()
         await self._http.aclose()
+        await self.rate_limits.aclose()
         await self.flush()
 
     # Internals ---------------------------------------------------------------------------------------------
@@ -520,7 +596,10 @@ class Router:
         tool: ToolSpec,
         arguments: dict[str, Any],
         request: HttpRequest | None = None,
+        retries: list[dict[str, Any]] | None = None,
+        retry: RetrySpec = DEFAULT_RETRY,
     ) -> ToolResult:
+        """Send the call (retries inside, bounded by `retry`; each decision added to `retries`)."""
         self._bind_loop()
         if tool.http is not None:
             api = HTTP_APIS[
@@ -528,7 +607,7 @@ class Router:
             ]  # `_tables` lists the source of every HTTP tool
             # A credential with a line break is refused here, before anything is sent.
             check_environment((api.base_url, *api.auth.values()), self._environ)
-            return await self._http.call(tool, arguments, request)
+            return await self._http.call(tool, arguments, request, retries, retry)
         assert (
             tool.mcp_tool is not None
         )  # `_tables` gives every tool an HTTP or an MCP binding
@@ -547,9 +626,8 @@ class Router:
         connection = self._connection(tool.source)
         # Presets are final: merged over the model's arguments, with their `${NAME}` read now (never baked).
         presets = expand_value(dict(tool.fixed_params), self._environ)
-        return mcp_result(
-            await connection.call(tool.mcp_tool, {**arguments, **presets})
-        )
+        sent = {**arguments, **presets}
+        return mcp_result(await call_mcp(connection, tool, sent, retry, retries))
 
     def _connection(self, server_id: str) -> McpConnection:
         connection = self._connections.get(server_id)

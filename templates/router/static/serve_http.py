@@ -12,8 +12,8 @@
                                    object result). Status 200 when the call ran (even if the tool reported an
                                    error), 404 for an unknown tool, 409 for an ambiguous name, 422 for arguments
                                    the router refused (schema, JSON, UTF-8, the wire rules), 503 when the audit
-                                   cannot record the call, 403 for any other refusal (a policy gate). Every
-                                   refusal is audited.
+                                   cannot record the call, 429 for a rate limit (`gateway.rate_limits`), 403 for
+                                   any other refusal (a policy gate). Every refusal is audited.
                                    The discovery meta-tools (`toolc_search_tools`, `toolc_describe_tool`,
                                    `toolc_call_tool`) are answered here too: `GET /tools` hands out the
                                    discovery form for a project too big for one request.
@@ -86,6 +86,7 @@ _REFUSED_STATUS = {
     "unknown": 404,
     "name": 409,
     "audit": 503,
+    "rate_limit": 429,
 }
 
 
