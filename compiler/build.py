@@ -121,6 +121,16 @@ class Build:
     lock: LockData | None = None
     progress: Progress = field(default_factory=Progress)
     """Where stages report steps (a terminal's progress bar, or nothing)."""
+    reads: Mapping[str, str] | None = None
+    """Every file the compile read (resolved path → sha256; `loading.recording_reads`), None for a live compile:
+    what the incremental cache's project record is keyed by."""
+    out_dir: Path | None = None
+    """The output folder this compile is for (its caches sit beside it); None: no cache is read or written."""
+    ir_hashes: dict[str, str] | None = None
+    """Tool id → `incremental.ir_hash.ToolHasher.ir_hash`, made before the providers stage (its lowering reuse's key)
+    and read by the lock."""
+    project_key: str | None = None
+    """`incremental.project.fingerprint` of this compile's settings, targets, inputs and `reads`."""
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:

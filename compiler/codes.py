@@ -76,6 +76,7 @@ _CODES = (
     Code("TC136", ERROR, "number not finite"),
     Code("TC137", ERROR, "not UTF-8 text"),
     Code("TC139", ERROR, "out of memory (default `memory_mb: 4096`)"),
+    Code("TC140", INFO, "a cache file beside the output ignored (corrupted, another format, or written by another toolc): the work is done again"),
     # TC2xx  `$ref` resolution
     Code("TC201", ERROR, "network ref", also=WARNING, when=_PULLING_FILES_IN),
     Code("TC202", ERROR, "outside root", also=WARNING, when=_PULLING_FILES_IN),

@@ -28,9 +28,12 @@ from compiler.config import (
 )
 from compiler.drift.lock import emit_lock
 from compiler.fit.forms import emit_fit
+from compiler.incremental import project as project_cache
+from compiler.incremental.ir_hash import tool_hashes
 from compiler.infra import limits
 from compiler.infra.detect import detect_kind
 from compiler.infra.diagnostics import CompilerError, Diagnostics
+from compiler.infra.loading import recording_reads
 from compiler.infra.output import OutputFolder, write_tree
 from compiler.infra.progress import Progress
 from compiler.ir import Catalog, Source, Tool
@@ -175,8 +178,12 @@ def compile_project(
 
     The compile runs under the project's limits (`compiler.infra.limits`), including its memory budget: running out
     of it anywhere is the diagnostic TC139, and the stages after it do not run."""
-    with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb):
-        return _compile(config, inputs, targets=targets, live=live, out_dir=out_dir, progress=progress or Progress())
+    with limits.use(config.limits), limits.memory_budget(config.limits.memory_mb), recording_reads() as reads:
+        build = _compile(config, inputs, targets=targets, live=live, out_dir=out_dir, progress=progress or Progress())
+    if not live:  # a live compile read servers, not files: nothing proves it unchanged later
+        build.reads = dict(reads)
+        build.project_key = project_cache.fingerprint(config, inputs, build.targets, build.reads)
+    return build
 
 
 def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[str] | None, live: bool,
@@ -205,7 +212,7 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         destination = out_dir or config.output_dir
         build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
                       previous_output=OutputFolder(destination), previous_codegen=load_record(destination),
-                      progress=progress)
+                      progress=progress, out_dir=destination)
         done = "reading the sources"
         for stage, run in _STAGES:
             if limits.over_budget():  # checked between stages: what one stage left behind stops the next
@@ -231,6 +238,8 @@ def _catalog(build: Build) -> None:
 
 
 def _providers(build: Build) -> None:
+    if build.targets:                          # each tool's IR hash: the key of its lowering's reuse, and the lock's
+        build.ir_hashes = tool_hashes(build.catalog)
     build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
 
 
@@ -258,10 +267,15 @@ def _out_of_memory(diagnostics: Diagnostics, config: Config, stage: str) -> None
 
 
 def write_build(build: Build, out_dir: Path) -> None:
-    """Swap the output folder in, then refresh the codegen cache beside it."""
+    """Swap the output folder in, then refresh the caches beside it (codegen's, and the project record that lets
+    `toolc check` prove an unchanged project without compiling)."""
     write_tree(out_dir, build.files)
     if build.codegen is not None:
         save_record(out_dir, build.codegen)
+    if build.project_key is not None and build.reads is not None:
+        record = project_cache.ProjectRecord(reads=build.reads, outputs=project_cache.output_hashes(build.files),
+                                             tools=len(build.catalog.tools))
+        project_cache.save(out_dir, build.project_key, record)
 
 
 def _warn_unmatched_policy(config: Config, catalog: Catalog, diagnostics: Diagnostics) -> None:

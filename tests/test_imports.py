@@ -17,6 +17,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("infrastructure", frozenset({"infra"})),
     ("rules", frozenset({"server_shapes", "policy"})),
     ("project and references", frozenset({"config", "refs"})),
+    ("caches", frozenset({"incremental"})),
     ("hand-off types", frozenset({"build"})),
     ("sources", frozenset({"sources", "catalog_json", "preset_secrets"})),
     ("providers", frozenset({"providers"})),

@@ -19,13 +19,12 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from compiler import codes
 from compiler.build import Build, CodegenRecord
-from compiler.infra.diagnostics import Diagnostic, Severity
+from compiler.infra.diagnostics import Diagnostic
 from compiler.infra.serialize import canonical_json, catalog_to_json, compact_json
 
 CACHE_DIR = ".toolc-cache"
@@ -95,7 +94,7 @@ def reuse(build: Build, key: str) -> CodegenRecord | None:
     if set(on_disk) != set(entry.files) or any(_sha256(on_disk[p]) != h for p, h in entry.files.items()):
         return None
     try:
-        replayed = [_diagnostic(item) for item in entry.diagnostics]
+        replayed = [Diagnostic.from_json(item) for item in entry.diagnostics]
     except (KeyError, TypeError, ValueError):
         return None
     for path, content in sorted(on_disk.items()):
@@ -141,8 +140,3 @@ def save_record(out_dir: Path, entry: CodegenRecord) -> None:
     except OSError:
         return
 
-
-def _diagnostic(item: Mapping[str, Any]) -> Diagnostic:
-    return Diagnostic(code=item["code"], severity=Severity(item["severity"]), message=item["message"],
-                      source=item.get("source", ""), tool=item.get("tool", ""), pointer=item.get("pointer", ""),
-                      provider=item.get("provider", ""))

@@ -29,9 +29,11 @@ from compiler.drift.codes import COMPILE_FAILED, KIND_MISMATCH
 from compiler.drift.diff import DriftReport, diff_catalogs
 from compiler.drift.report import FORMATS, render
 from compiler.drift.rules import Level
+from compiler.incremental.project import prove_unchanged
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.serialize import catalog_from_json
 from compiler.ir import Catalog, McpBinding
+from compiler.pipeline import Input, adhoc_inputs, check_targets, compile_project
 from compiler.sources.mcp_pins import changes, refusal_reason
 
 _FAIL_ON = click.Choice(["ERR", "WARN", "INFO"], case_sensitive=False)
@@ -85,29 +87,42 @@ def _stop_on_errors(diagnostics: Diagnostics, what: str) -> None:
 def check_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | None, live: bool, fail_on: str,
                   fmt: str) -> None:
     """Recompile in memory and compare with the output folder and its toolc.lock; exit 1 on drift."""
-    from compiler.pipeline import compile_project
-
     config, inputs = load_inputs(paths, config_path)
     if inputs is not None and out_dir is None:
         raise click.UsageError("checking PATHs needs --out DIR (the folder `toolc compile PATH... --out DIR` made)")
     out_dir = out_dir or config.output_dir
-    build = compile_project(config, inputs, live=live, out_dir=out_dir)
-    _stop_on_errors(build.diagnostics, " ".join(map(str, paths)) if inputs is not None else str(config_path))
-    diagnostics = Diagnostics()
     if inputs is not None:
         refresh = "toolc compile " + " ".join(item.display for item in inputs) + f" --out {out_dir}"
     else:
         config_arg = None if config_path == Path(DEFAULT_CONFIG_NAME) else str(config_path)
         refresh = refresh_command(live=live, config_arg=config_arg)
+    if not live:
+        _finish_if_unchanged(config, inputs, out_dir, refresh, fmt, fail_on)
+    build = compile_project(config, inputs, live=live, out_dir=out_dir)
+    _stop_on_errors(build.diagnostics, " ".join(map(str, paths)) if inputs is not None else str(config_path))
+    diagnostics = Diagnostics()
     report = check_build(build, where=str(out_dir), diagnostics=diagnostics, refresh=refresh)
     print_diagnostics(diagnostics)
     _finish(report, fmt, fail_on, pinning_violations(build, out_dir) if live else None)
 
 
+def _finish_if_unchanged(config: Config, inputs: list[Input] | None, out_dir: Path, refresh: str, fmt: str,
+                         fail_on: str) -> None:
+    """No compile when the last one's record proves the folder current (`incremental.project`): the same report
+    a compile finding nothing would give. A record that proves nothing (or is not ours: a TC140 note, printed
+    with -v only, as notes are) leaves the full check to run."""
+    notes = Diagnostics()
+    targets = check_targets(config.targets, notes)
+    if notes.has_errors:
+        return
+    record = prove_unchanged(config, inputs, targets, out_dir, notes)
+    if record is None:
+        return
+    _finish(DriftReport(tools_old=record.tools, tools_new=record.tools, refresh=refresh), fmt, fail_on)
+
+
 def compile_alone(path: Path) -> Catalog:
     """Compile one OpenAPI document or MCP listing in memory (no targets, no codegen) into its catalog."""
-    from compiler.pipeline import adhoc_inputs, compile_project
-
     root = Path.cwd()
     config = Config(root=root, codegen=False, targets=())
     with tempfile.TemporaryDirectory(prefix="toolc-diff-") as empty:

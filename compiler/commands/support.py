@@ -37,9 +37,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 def print_diagnostics(diagnostics: Diagnostics, *, verbose: bool = False) -> None:
     """Errors and warnings (infos with -v) on stderr, capped per severity; `--report` has them all."""
     shown: dict[Severity, int] = {}
-    for diagnostic in diagnostics.sorted():
-        if diagnostic.severity is Severity.INFO and not verbose:
-            continue
+    # Notes are left out before sorting, not after: Microsoft Graph has some 236,000 of them and a few warnings.
+    printed = diagnostics.items if verbose else [d for d in diagnostics if d.severity is not Severity.INFO]
+    for diagnostic in sorted(printed, key=Diagnostic.sort_key):
         shown[diagnostic.severity] = shown.get(diagnostic.severity, 0) + 1
         if shown[diagnostic.severity] <= PRINT_LIMIT or verbose:
             click.echo(diagnostic.render(), err=True)

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from compiler.drift.rules import Change
-from compiler.drift.schemas import RefsCache, SchemaView, local_def_name, refs_in
+from compiler.drift.schemas import RefsCache, SchemaView, refs_in
 from compiler.infra.serialize import compact_json
-from compiler.refs import escape_token
+from compiler.refs import escape_token, local_def_name
 
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")

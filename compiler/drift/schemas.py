@@ -12,19 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.refs import PointerError, RefResolver, unescape_token
+from compiler.refs import PointerError, RefResolver, local_def_name
 from compiler.refs.scope import Failure
 from compiler.schema import IdentityMemo, merge_all_of
 
-DEFS_PREFIX = "#/$defs/"
 _MAX_HOPS = 64
-
-
-def local_def_name(ref: str) -> str | None:
-    """`#/$defs/a~1b` → `a/b`; None for any other reference."""
-    if ref.startswith(DEFS_PREFIX) and "/" not in ref[len(DEFS_PREFIX):]:
-        return unescape_token(ref[len(DEFS_PREFIX):])
-    return None
 
 
 class SchemaView:

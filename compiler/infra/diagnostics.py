@@ -26,6 +26,7 @@ from compiler.codes import Severity
 __all__ = ["CompilerError", "Diagnostic", "Diagnostics", "Severity"]
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+_SEVERITIES = {severity.value: severity for severity in Severity}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,24 @@ class Diagnostic:
         # Microsoft Graph's 236,000 diagnostics spent 2 s there.
         return {"code": self.code, "severity": self.severity.value, "message": self.message, "source": self.source,
                 "tool": self.tool, "pointer": self.pointer, "provider": self.provider}
+
+    @classmethod
+    def from_json(cls, item: Any) -> Diagnostic:
+        """The inverse of `to_json` (for diagnostics a cache replays); KeyError, TypeError or ValueError on
+        what is not one."""
+        return cls(code=item["code"], severity=Severity(item["severity"]), message=item["message"],
+                   source=item.get("source", ""), tool=item.get("tool", ""), pointer=item.get("pointer", ""),
+                   provider=item.get("provider", ""))
+
+    def to_row(self) -> list[str]:
+        """The fields in order, as a cache keeps hundreds of thousands of them (a tenth of `from_json`'s time back)."""
+        return [self.code, self.severity.value, self.message, self.source, self.tool, self.pointer, self.provider]
+
+    @classmethod
+    def from_row(cls, row: Any) -> Diagnostic:
+        """The inverse of `to_row`; KeyError, TypeError or ValueError on what is not one."""
+        code, severity, message, source, tool, pointer, provider = row
+        return cls(code, _SEVERITIES[severity], message, source, tool, pointer, provider)
 
     def sort_key(self) -> tuple[str, str, str, str, int, str]:
         return (self.source, self.tool, self.provider, self.pointer, _SEVERITY_ORDER[self.severity], self.code)

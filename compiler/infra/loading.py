@@ -9,7 +9,11 @@ follows `$ref`: that is `refs`' job.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,25 @@ def _fail(code: str, message: str, source: str, pointer: str = "") -> CompilerEr
     return CompilerError(Diagnostic.of(code, message, source=source, pointer=pointer))
 
 
+_READS: ContextVar[dict[str, str] | None] = ContextVar("toolc_reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[dict[str, str]]:
+    """Every file `read_bytes` reads meanwhile, as resolved path → sha256 of the bytes read: what a compile read,
+    which the incremental cache (`compiler.incremental.project`) checks to prove a project unchanged."""
+    reads: dict[str, str] = {}
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
+def file_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
 def read_bytes(path: Path, *, display: str | None = None, limits: Limits | None = None) -> bytes:
     where = display or str(path)
     cap = (limits or codes.current()).max_document_bytes
@@ -49,6 +72,9 @@ def read_bytes(path: Path, *, display: str | None = None, limits: Limits | None 
     except OSError as exc:
         raise _fail(UNREADABLE, f"cannot read: {exc.strerror or exc}", where) from None
     check_size(data, source=where, limits=limits, size=max(size, len(data)))
+    reads = _READS.get()
+    if reads is not None:
+        reads[str(path.resolve())] = file_digest(data)
     return data
 
 

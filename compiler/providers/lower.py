@@ -18,6 +18,7 @@ from compiler.providers.dialect import Budget, Lowered, LowerEnv, LoweringCache,
 from compiler.providers.namemap import NAME_MAP_FORMAT, tool_entry
 from compiler.providers.names import assign_names
 from compiler.providers.registry import PROVIDERS
+from compiler.providers.reuse import Outcome, PriorLowerings
 from compiler.providers.validate import malformed
 from compiler.refs import RefResolver
 
@@ -77,7 +78,8 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
     return lowered, tool_entry(lowered), lowered.losses
 
 
-def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv]) -> None:
+def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv],
+                  prior: PriorLowerings | None) -> None:
     """Strict tools share per-request limits; past them, tools are sent non-strict (TC421)."""
     dialect = PROVIDERS[result.target]
     tools = optional = unions = 0
@@ -87,8 +89,8 @@ def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv
         extra_optional, extra_unions = dialect.strict_cost(item.parameters)
         if (tools + 1 > budget.strict_tools or optional + extra_optional > budget.optional_parameters
                 or unions + extra_unions > budget.union_parameters):
-            loose, entry, _diagnostics = lower_tool(result.target, item.tool, item.name, envs[item.tool.id],
-                                                   strict=False)
+            loose, entry, _diagnostics = _lower_or_reuse(result.target, item.tool, item.name, envs[item.tool.id],
+                                                       False, prior)
             if loose is None or entry is None:
                 continue
             result.lowered[index] = loose
@@ -99,9 +101,26 @@ def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv
         tools, optional, unions = tools + 1, optional + extra_optional, unions + extra_unions
 
 
+def _lower_or_reuse(target: str, tool: Tool, name: str, env: LowerEnv, strict: bool,
+                  prior: PriorLowerings | None) -> tuple[Lowered | None, JsonObject | None, list[Diagnostic]]:
+    """`lower_tool` through the last compile's lowerings: a hit replays the resolver's diagnostics into its sink as
+    lowering did."""
+    sink = env.resolver.diagnostics
+    found = prior.get(tool, name, strict) if prior is not None else None
+    if found is not None:
+        sink.extend(found.resolver_diagnostics)
+        return found.lowered, found.entry, found.diagnostics
+    before = len(sink)
+    lowered, entry, diagnostics = lower_tool(target, tool, name, env, strict=strict)
+    if prior is not None:
+        prior.put(tool, name, strict, Outcome(lowered, entry, diagnostics, sink.items[before:]))
+    return lowered, entry, diagnostics
+
+
 def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: Config,
-                 cache: LoweringCache | None = None) -> TargetResult:
-    """`cache` carries results one target can reuse from another within a build (pass the same one)."""
+                 cache: LoweringCache | None = None, prior: PriorLowerings | None = None) -> TargetResult:
+    """`cache` carries results one target can reuse from another within a build (pass the same one); `prior`
+    gives back what the last compile lowered for a tool whose inputs did not change, and records the rest."""
     result = TargetResult(target)
     names, name_diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
     result.diagnostics.extend(name_diagnostics)
@@ -114,14 +133,14 @@ def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: C
             continue
         env = envs[tool.id] = lower_env(resolver, catalog.definitions_for(tool), config, cache,
                                         options_text=options_text)
-        lowered, entry, diagnostics = lower_tool(target, tool, names[tool.id], env, strict=strict)
+        lowered, entry, diagnostics = _lower_or_reuse(target, tool, names[tool.id], env, strict, prior)
         result.diagnostics.extend(diagnostics)
         if lowered is not None and entry is not None:
             result.lowered.append(lowered)
             result.entries[lowered.name] = entry
     dialect = PROVIDERS[target]
     if dialect.budget is not None and strict:
-        _apply_budget(result, dialect.budget, envs)
+        _apply_budget(result, dialect.budget, envs, prior)
     caps = dialect.caps
     if caps.max_tools is not None and len(result.lowered) > caps.max_tools:
         result.diagnostics.append(_diag(codes.TOO_MANY_TOOLS, target,

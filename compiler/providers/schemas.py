@@ -25,6 +25,7 @@ from compiler.providers import tokens
 from compiler.providers.dialect import LoweringCache
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import PROVIDERS
+from compiler.providers.reuse import PriorLowerings
 from compiler.providers.spans import write_array
 
 
@@ -96,10 +97,14 @@ def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
     emitted: list[_Emitted] = []
     for target in targets:
         before = len(build.diagnostics)
-        result = lower_target(build.catalog, build.resolver, target, build.config, cache)
+        prior = None if build.ir_hashes is None or build.out_dir is None else \
+            PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics)
+        result = lower_target(build.catalog, build.resolver, target, build.config, cache, prior)
         ordered = sorted(result.lowered, key=lambda item: item.tool.id)
         path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, layout = write_array(path, target, ordered)
+        digests, layout = write_array(path, target, ordered, prior.reused(ordered) if prior is not None else None)
+        if prior is not None:
+            prior.save(ordered, path, layout, digests)
         summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
                    "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
         # The resolver reports into the build's sink: take what this target added along with the lowering's own.

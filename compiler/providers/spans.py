@@ -13,11 +13,11 @@ last line (`shell`), plus each definition's other lines as indented in the array
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import orjson
 
@@ -58,9 +58,28 @@ def empty(target: str) -> bytes:
     return canonical_json(PROVIDERS[target].tools_array([]))
 
 
-def write_array(path: Path, target: str, ordered: Sequence[Lowered]) -> tuple[dict[str, str], Layout]:
+class Measure(NamedTuple):
+    """What `write_array` computes of a definition besides its bytes: its lock digest and tokens (`Span`)."""
+
+    digest: str
+    tokens: int
+    inner: int
+
+
+class Placed(NamedTuple):
+    """A definition as a previous compile placed it in this target's array (the lowering cache's), and its measure."""
+
+    content: bytes | memoryview
+    measure: Measure
+
+
+def write_array(path: Path, target: str, ordered: Sequence[Lowered],
+                known: Mapping[str, Placed] | None = None) -> tuple[dict[str, str], Layout]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
-    array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout."""
+    array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout.
+    `known`: definitions the lowering cache gave back, as the last compile placed and measured them (copied, never
+    encoded or counted again)."""
+    known = known or {}
     if not ordered:
         path.write_bytes(empty(target))
         return {}, Layout(target, {})
@@ -72,18 +91,24 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered]) -> tuple[di
     with path.open("wb") as out:
         out.write(shape.head)
         for index, item in enumerate(ordered):
-            digests[item.tool.id] = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
-            alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
-            if b"\n" not in alone[:-1]:
-                raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
-            own, padded = tokens.count_padded(alone, shape.pad)
+            placed = known.get(item.tool.id) or _place(item, target, shape.pad, indent, ends)
+            digests[item.tool.id] = placed.measure.digest
             if index:
                 out.write(shape.sep)
-            placed = alone[:-1].replace(b"\n", indent)
-            spans[item.tool.id] = Span(out.tell(), len(placed), own, padded - ends)
-            out.write(placed)
+            spans[item.tool.id] = Span(out.tell(), len(placed.content), placed.measure.tokens, placed.measure.inner)
+            out.write(placed.content)
         out.write(shape.tail)
     return digests, Layout(target, spans)
+
+
+def _place(item: Lowered, target: str, pad: bytes, indent: bytes, ends: int) -> Placed:
+    """A definition as it sits in the array (its lines indented to the array's column) and its measure."""
+    alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    if b"\n" not in alone[:-1]:
+        raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
+    own, padded = tokens.count_padded(alone, pad)
+    digest = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
+    return Placed(alone[:-1].replace(b"\n", indent), Measure(digest, own, padded - ends))
 
 
 def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> Iterator[bytes]:

@@ -41,7 +41,14 @@ from compiler.refs.codes import (
     UNSUPPORTED,
 )
 from compiler.refs.external import EXTERNAL_KEY
-from compiler.refs.pointers import PointerError, defs_ref, escape_token, resolve_pointer, unescape_token
+from compiler.refs.pointers import (
+    PointerError,
+    defs_ref,
+    escape_token,
+    local_def_name,
+    resolve_pointer,
+    unescape_token,
+)
 from compiler.refs.resolver import RefResolver
 from compiler.refs.walker import refused_ref
 
@@ -63,6 +70,7 @@ __all__ = [
     "RefResolver",
     "defs_ref",
     "escape_token",
+    "local_def_name",
     "refused_ref",
     "resolve_pointer",
     "unescape_token",

@@ -40,6 +40,16 @@ def defs_ref(name: str) -> str:
     return "#/$defs/" + fragment_token(name)
 
 
+DEFS_PREFIX = "#/$defs/"
+
+
+def local_def_name(ref: str) -> str | None:
+    """`#/$defs/a~1b` → `a/b`; None for any other reference (the inverse of `defs_ref` for a shared definition)."""
+    if ref.startswith(DEFS_PREFIX) and "/" not in ref[len(DEFS_PREFIX):]:
+        return unescape_token(ref[len(DEFS_PREFIX):])
+    return None
+
+
 def split_pointer(pointer: str) -> list[str]:
     """`/a/b~1c` → `["a", "b/c"]`; `""` → `[]`. Raises PointerError for anything that is not a pointer."""
     if pointer == "":

@@ -19,6 +19,7 @@ from compiler.codegen import python as emit
 from compiler.config import load_config
 from compiler.drift.check import check_build, refresh_command
 from compiler.drift.lock import LOCK_FILE, lock_data, parse_lock
+from compiler.incremental import identity
 from compiler.infra.diagnostics import CompilerError, Diagnostics
 from compiler.pipeline import compile_project
 from tests.support.paths import ROOT
@@ -63,13 +64,15 @@ def test_lock_is_deterministic_and_ignores_key_order(project: Path) -> None:
 
 
 def test_upgrading_toolc_leaves_check_green(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new toolc (simulated: its generator's identity changes, as a one-line comment in codegen/env.py would)
-    regenerates the code, gets the same bytes, and an unchanged project stays green; only the cache goes stale."""
+    """A new toolc (simulated: its generator's identity and toolc's own change, as a one-line comment in
+    codegen/env.py would) regenerates the code, gets the same bytes, and an unchanged project stays green; only
+    the caches go stale (the project record, written by another toolc, no longer proves anything)."""
     cached = cache.cache_file(project / "out")
     assert cached.is_file() and not cached.is_relative_to(project / "out")
     assert (cached.parent / ".gitignore").read_text().splitlines()[-1] == "*"
     lock_before = (project / "out" / LOCK_FILE).read_bytes()
     monkeypatch.setattr(cache, "generator_identity", lambda: "toolc-next-version")
+    monkeypatch.setattr(identity, "toolc_identity", lambda: "toolc-next-version")
     regenerated: list[str] = []
     real_record = cache.record
     monkeypatch.setattr(emit, "record", lambda key, files, diags: regenerated.append(key) or real_record(key, files,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import hashlib
 import json
 import math
 import re
@@ -37,6 +38,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any
 
+from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
 from compiler.codegen.stubs.identifiers import is_safe_identifier
 from compiler.codegen.stubs.literals import check_module
 from compiler.codegen.stubs.models import (
@@ -51,6 +53,7 @@ from compiler.codegen.stubs.models import (
 )
 from compiler.infra import limits
 from compiler.infra.parallel import cores, start_context
+from compiler.infra.serialize import compact_json
 
 SPLIT_WEIGHT = 1_000_000
 """A chunk heavier than this (one big strongly-linked component: Microsoft Graph's entity types, 5 MB) is run
@@ -200,7 +203,30 @@ def _warm_up() -> None:
     run_datamodel_codegen(_WARM_UP, header="# warm-up")
 
 
-def _run_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
+def _job_key(job: _Job) -> str:
+    """Everything a chunk's generation reads but its header (`chunk_reuse`)."""
+    data = {"filename": job.filename, "module": job.module, "schema": job.schema, "copies": job.copies,
+            "allow_calls": sorted(job.allow_calls), "aliases": job.aliases, "base": job.base,
+            "stand_ins": job.stand_ins}
+    return hashlib.sha256(compact_json(data)).hexdigest()
+
+
+def _run_all(jobs: Sequence[_Job], cache: ModelChunkCache | None = None) -> list[ModelsModule]:
+    """Every chunk's module, in job order: from `cache` where it has the same job, generated otherwise."""
+    if cache is None:
+        return _generate_all(jobs)
+    keys = [_job_key(job) for job in jobs]
+    found = {i: module for i, job in enumerate(jobs) if (module := cache.get(keys[i], job.header)) is not None}
+    missing = [i for i in range(len(jobs)) if i not in found]
+    for i, module in zip(missing, _generate_all([jobs[i] for i in missing]), strict=True):
+        cache.put(keys[i], jobs[i].header, module)
+        found[i] = module
+    return [found[i] for i in range(len(jobs))]
+
+
+def _generate_all(jobs: Sequence[_Job]) -> list[ModelsModule]:
+    if not jobs:
+        return []
     workers = min(len(jobs), cores())
     if workers <= 1:
         return [_run(job) for job in jobs]
@@ -269,8 +295,10 @@ def _split_big(chunk: list[str], texts: Mapping[str, str]) -> list[list[str]] | 
 
 
 def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: str, header: str,
-                    allow_calls: frozenset[str], split_big: bool = True) -> GeneratedModels:
-    """Models for a combined `$defs` table (`models.combine`) whose tool models are named by `keys`.
+                    allow_calls: frozenset[str], split_big: bool = True,
+                    cache: ModelChunkCache | None = None) -> GeneratedModels:
+    """Models for a combined `$defs` table (`models.combine`) whose tool models are named by `keys`; `cache`
+    gives back the chunks whose job the last compile generated (`chunk_reuse`).
 
     Raises ModelGenerationError or UnsafeModule (from any chunk: a source gets all its models or none)."""
     texts, folded = _fold(table, keys)
@@ -307,13 +335,13 @@ def generate_models(table: Mapping[str, Any], keys: Sequence[str], *, package: s
             copies=copies, allow_calls=allow_calls, weight=sum(len(texts[n]) for n in chunk),
             base=f"_models_{base:0{width}d}" if base is not None else "", stand_ins=tuple(wanted)))
     try:
-        modules = _run_all(jobs)
+        modules = _run_all(jobs, cache)
         for i, job in enumerate(jobs):
             if job.base:
                 _check_stand_ins(modules[i], job, modules[bases[i] or 0], table)
     except _StandInMismatch:
         return generate_models(table, keys, package=package, header=header, allow_calls=allow_calls,
-                               split_big=False)
+                               split_big=False, cache=cache)
     owner = {key: home[folded.get(key, key)] for key in keys if folded.get(key, key) in home}
     if not split:
         return GeneratedModels(files={"models.py": modules[0].code}, modules=tuple(modules), owner=owner)

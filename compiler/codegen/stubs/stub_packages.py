@@ -51,6 +51,7 @@ import libcst
 from compiler.build import Build
 from compiler.codegen.env import render
 from compiler.codegen.stubs.bundling import SharedDefinitions
+from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
 from compiler.codegen.stubs.identifiers import name_hash, pascal_name, snake_name, unique_names
 from compiler.codegen.stubs.keep import kept_functions, merge_kept
 from compiler.codegen.stubs.lenient import SplitDirections
@@ -118,9 +119,12 @@ def generate_stubs(build: Build) -> dict[str, bytes]:
                                      f"of this source are the package {packages[source.id]!r}",
                                      source=source.location or source.id)
     files: dict[str, bytes] = {}
+    cache = ModelChunkCache(build.out_dir, build.diagnostics) if build.out_dir is not None else None
     for source in build.catalog.sources:
         tools = [tool for tool in build.catalog.tools if tool.source == source.id]
-        files.update(SourcePackage(build, source, tools, packages[source.id]).generate())
+        files.update(SourcePackage(build, source, tools, packages[source.id], cache).generate())
+    if cache is not None:
+        cache.save()
     return files
 
 
@@ -131,8 +135,10 @@ def input_digest(source: Source, tools: list[Tool]) -> str:
 
 
 class SourcePackage:
-    def __init__(self, build: Build, source: Source, tools: list[Tool], package: str) -> None:
+    def __init__(self, build: Build, source: Source, tools: list[Tool], package: str,
+                 cache: ModelChunkCache | None = None) -> None:
         self.build = build
+        self.cache = cache
         self.source = source
         self.tools = tools
         self.package = package
@@ -225,7 +231,7 @@ class SourcePackage:
                   f"# from input sha256:{self.digest}.")
         try:
             models = generate_models(combined.schema["$defs"], [r.key for r in requests], package=self.package,
-                                     header=header, allow_calls=_ALLOWED_CALLS)
+                                     header=header, allow_calls=_ALLOWED_CALLS, cache=self.cache)
         except (ModelGenerationError, UnsafeModule) as exc:
             self.build.diagnostics.report(MODELS_FAILED, f"no pydantic models for this source, stubs are untyped: {exc}",
                                           source=self.location)

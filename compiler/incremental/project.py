@@ -1,0 +1,113 @@
+"""The whole project, proved unchanged: `toolc check` on a project whose inputs and output are as the last
+compile left them does no compile at all.
+
+After writing, the compile records (`.toolc-cache/<output>.project.json`) a key over what it read and was asked
+for (the project's settings, its targets, its inputs, the sha256 of every file it read, `$ref`ed files
+included), and the sha256 of every file it wrote. `prove_unchanged` re-reads those files and the output folder:
+when the key and every output hash match, a compile now would read the same bytes with the same toolc
+(`identity`, in the envelope) and so write the same output; the folder already holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from compiler.config import Config
+from compiler.incremental import store
+from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.loading import file_digest
+from compiler.infra.output import FileSet, OutputFolder
+from compiler.infra.serialize import compact_json
+
+KIND = "project"
+_CHUNK = 1 << 20
+
+
+class InputLike(Protocol):
+    """What the key reads of a `pipeline.Input` (the pipeline imports this module, not the other way round)."""
+
+    @property
+    def display(self) -> str: ...
+
+    @property
+    def source_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ProjectRecord:
+    reads: Mapping[str, str]
+    """Resolved path → sha256 of every file the compile read."""
+    outputs: Mapping[str, str]
+    """Output-relative path → sha256 of every file written."""
+    tools: int
+
+
+def fingerprint(config: Config, inputs: Iterable[InputLike] | None, targets: Iterable[str],
+                reads: Mapping[str, str]) -> str:
+    """Everything a compile's output depends on besides toolc itself (which the store's envelope carries)."""
+    data = {"config": config.model_dump(mode="json", exclude={"root"}), "targets": list(targets),
+            "inputs": None if inputs is None else [[item.display, item.source_id] for item in inputs],
+            "reads": dict(sorted(reads.items()))}
+    return "sha256:" + hashlib.sha256(compact_json(data)).hexdigest()
+
+
+def save(out_dir: Path, key: str, record: ProjectRecord) -> None:
+    payload = {"reads": dict(record.reads), "outputs": dict(record.outputs), "tools": record.tools}
+    store.save(out_dir, KIND, store.Entry(key, payload))
+
+
+def output_hashes(files: FileSet) -> dict[str, str]:
+    """sha256 of each output file (a spooled one streamed from its spool file, never read in whole)."""
+    hashes: dict[str, str] = {}
+    for path in files:
+        spooled = files.spooled_path(path)
+        # An unreadable spool file records no digest: the record then never proves the folder current.
+        hashes[path] = (_stream_digest(spooled) or "") if spooled is not None else file_digest(files[path])
+    return hashes
+
+
+def prove_unchanged(config: Config, inputs: Iterable[InputLike] | None, targets: Iterable[str], out_dir: Path,
+                    diagnostics: Diagnostics) -> ProjectRecord | None:
+    """The last compile's record when it proves the output folder current, else None (then compile)."""
+    entry = store.load(out_dir, KIND, diagnostics, _well_formed)
+    if entry is None:
+        return None
+    record = ProjectRecord(reads=entry.payload["reads"], outputs=entry.payload["outputs"],
+                           tools=entry.payload["tools"])
+    reads_now: dict[str, str] = {}
+    for path in record.reads:
+        digest = _stream_digest(Path(path))
+        if digest is None:
+            return None
+        reads_now[path] = digest
+    if fingerprint(config, inputs, targets, reads_now) != entry.key:
+        return None
+    folder = out_dir.resolve()
+    if set(OutputFolder(folder)) != set(record.outputs):
+        return None
+    for path, digest in record.outputs.items():
+        if _stream_digest(folder / path) != digest:
+            return None
+    return record
+
+
+def _stream_digest(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return "sha256:" + digest.hexdigest()
+
+
+def _well_formed(payload: Any) -> bool:
+    return (isinstance(payload, dict) and isinstance(payload.get("tools"), int)
+            and all(isinstance(payload.get(name), dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in payload[name].items())
+                for name in ("reads", "outputs")))

@@ -1,0 +1,177 @@
+"""Per tool and target: the lowered definition of the last compile, reused when nothing it came from changed.
+
+Lowering is most of a compile's work (Microsoft Graph: 11,422 tools, 4 targets). A tool's lowering depends on
+the tool (every field), the shared definitions it reaches, its provider name, whether strict is asked for, the
+project's settings and toolc itself; its key hashes all of them (the tool and what it reaches through
+`incremental.ir_hash.ToolHasher`, the Merkle hash the lock uses; toolc through the store's envelope).
+
+One file per target (`.toolc-cache/<output>.lowered-<target>.bin`): an index (key → name-map entry, the
+diagnostics lowering reported, the resolver's included, and where the definition sits), then a copy of the
+target's tools file as the last compile wrote it. A hit is never decoded: `spans.write_array` copies its bytes as
+they were placed in the array, with the digest and tokens measured then. The file holds only this compile's
+tools, so it never grows past one compile's worth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from compiler.build import Layout
+from compiler.config import Config
+from compiler.incremental import store
+from compiler.infra.diagnostics import Diagnostic, Diagnostics
+from compiler.infra.serialize import compact_json
+from compiler.ir import JsonObject, Tool
+from compiler.providers.dialect import Lowered
+from compiler.providers.spans import Measure, Placed
+
+
+def kind(target: str) -> str:
+    return f"lowered-{target}"
+
+
+class Outcome(NamedTuple):
+    """What `lower.lower_tool` returns for one tool, plus what the resolver reported meanwhile."""
+
+    lowered: Lowered | None
+    entry: JsonObject | None
+    diagnostics: list[Diagnostic]
+    resolver_diagnostics: list[Diagnostic]
+
+
+class CachedLowered(Lowered):
+    """A lowering the cache gave back. Its definition is the bytes the last compile wrote (`placed`), decoded only
+    when something reads `definition` (nothing does on the way to the tools file); or, for a strict lowering the
+    strict budget replaced last time (never written), the definition kept in the index."""
+
+    def __init__(self, tool: Tool, placed: Placed | None, item: Mapping[str, Any], losses: list[Diagnostic]) -> None:
+        self.placed = placed
+        super().__init__(tool=tool, name=item["name"], definition=item.get("definition", {}),
+                         parameters=item.get("parameters"), strict=bool(item["strict"]), losses=losses,
+                         problems=[(str(at), str(why)) for at, why in item["problems"]],
+                         renamed_keys=item["renamed_keys"], arg_shape=item["arg_shape"], arg_defs=item["arg_defs"])
+
+    @property
+    def definition(self) -> JsonObject:
+        if self.placed is None:
+            return self._kept
+        decoded: JsonObject = orjson.loads(bytes(self.placed.content))
+        return decoded
+
+    @definition.setter
+    def definition(self, value: JsonObject) -> None:
+        """Set by the dataclass's `__init__`: the definition kept in the index (empty when the bytes are it)."""
+        self._kept = value
+
+
+class PriorLowerings:
+    """One target's cache for one compile: `get` what the last compile lowered, `put` what this one did, then
+    `save` beside the tools file this compile wrote."""
+
+    def __init__(self, out_dir: Path, target: str, config: Config, ir_hashes: Mapping[str, str],
+                 diagnostics: Diagnostics) -> None:
+        """`ir_hashes`: tool id → `ToolHasher.ir_hash` (the tool and every shared definition it reaches)."""
+        self._out_dir, self._target, self._ir_hashes = out_dir, target, ir_hashes
+        settings = {"target": target, "config": config.model_dump(mode="json", exclude={"root"})}
+        self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
+        found = store.load_with_blob(out_dir, kind(target), diagnostics, _well_formed)
+        fits = found is not None and found[0].key == self._settings
+        self._previous: Mapping[str, Any] = found[0].payload if found is not None and fits else {}
+        self._blob = memoryview(found[1]) if found is not None and fits else memoryview(b"")
+        self._now: dict[str, dict[str, Any]] = {}
+        self._keys: dict[str, str] = {}
+        """Tool id → its key in this compile (the last one asked for: the strict budget asks again, loose)."""
+        self._given: dict[str, Lowered] = {}
+        """Tool id → the lowering this cache gave back or was given: only that one's bytes are recorded."""
+        self._made: dict[str, Lowered] = {}
+        """Key → every lowering given back or made (a tool may have two: strict, then loose for the budget)."""
+
+    def _key(self, tool: Tool, name: str, strict: bool) -> str:
+        return hashlib.sha256(f"{self._ir_hashes[tool.id]}\0{name}\0{strict}".encode()).hexdigest()
+
+    def get(self, tool: Tool, name: str, strict: bool) -> Outcome | None:
+        """`strict`: whether strict was asked for."""
+        key = self._keys[tool.id] = self._key(tool, name, strict)
+        item = self._previous.get(key)
+        if item is None:
+            return None
+        try:
+            outcome = self._decode(item, tool)
+        except (KeyError, TypeError, ValueError):
+            return None  # a damaged entry is lowered again (the file as a whole was ours)
+        self._now[key] = {**item, "lowered": _without_definition(item["lowered"]), "at": None}
+        if outcome.lowered is not None:
+            self._given[tool.id] = self._made[key] = outcome.lowered
+        return outcome
+
+    def put(self, tool: Tool, name: str, strict: bool, outcome: Outcome) -> None:
+        key = self._keys[tool.id] = self._key(tool, name, strict)
+        self._now[key] = _encode(outcome)
+        if outcome.lowered is not None:
+            self._given[tool.id] = self._made[key] = outcome.lowered
+
+    def reused(self, final: Iterable[Lowered]) -> dict[str, Placed]:
+        """Tool id → the bytes and measure of each definition this cache gave back that is still sent."""
+        return {lowered.tool.id: lowered.placed for lowered in final
+                if isinstance(lowered, CachedLowered) and lowered.placed is not None
+                and self._given.get(lowered.tool.id) is lowered}
+
+    def save(self, final: Iterable[Lowered], tools_file: Path, layout: Layout, digests: Mapping[str, str]) -> None:
+        """Record where each definition sits in `tools_file` (this compile's, copied in) and what it measured.
+        A lowering that is not sent (the strict budget replaced it) keeps its definition in the index instead."""
+        sent = set()
+        for lowered in final:
+            tool_id = lowered.tool.id
+            if self._given.get(tool_id) is lowered:
+                sent.add(id(lowered))
+                span = layout.spans[tool_id]
+                self._now[self._keys[tool_id]]["at"] = [span.offset, span.length, digests[tool_id], span.tokens,
+                                                        span.inner]
+        for key, lowered in self._made.items():
+            if id(lowered) not in sent:
+                self._now[key]["lowered"]["definition"] = lowered.definition
+        store.save_with_blob(self._out_dir, kind(self._target), store.Entry(self._settings, self._now), tools_file)
+
+    def _decode(self, item: Any, tool: Tool) -> Outcome:
+        diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
+        resolver = [Diagnostic.from_row(d) for d in item["resolver"]]
+        if item["lowered"] is None:
+            return Outcome(None, None, diagnostics, resolver)
+        if not isinstance(item["entry"], dict) or not isinstance(item["lowered"], dict):
+            raise TypeError("a lowering and its name-map entry are objects")
+        placed = None
+        if item["at"] is not None or "definition" not in item["lowered"]:
+            offset, length, digest, tokens, inner = item["at"]  # None, and no definition kept: a TypeError
+            if not (isinstance(offset, int) and isinstance(length, int)
+                    and 0 <= offset <= offset + length <= len(self._blob)):
+                raise ValueError("a definition outside the cached tools file")
+            placed = Placed(self._blob[offset:offset + length], Measure(str(digest), int(tokens), int(inner)))
+        return Outcome(CachedLowered(tool, placed, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
+
+
+def _encode(outcome: Outcome) -> dict[str, Any]:
+    lowered = outcome.lowered
+    return {
+        "lowered": None if lowered is None else {
+            "name": lowered.name, "strict": lowered.strict, "problems": [list(problem) for problem in lowered.problems],
+            "renamed_keys": lowered.renamed_keys, "arg_shape": lowered.arg_shape, "arg_defs": lowered.arg_defs,
+            # Only the strict budget reads parameters, and only of strict tools: the rest are not kept.
+            **({"parameters": lowered.parameters} if lowered.strict else {})},
+        "entry": outcome.entry,
+        "diagnostics": [d.to_row() for d in outcome.diagnostics],
+        "resolver": [d.to_row() for d in outcome.resolver_diagnostics],
+        "at": None,
+    }
+
+
+def _without_definition(lowered: Any) -> Any:
+    return {k: v for k, v in lowered.items() if k != "definition"} if isinstance(lowered, dict) else lowered
+
+
+def _well_formed(payload: Any) -> bool:
+    return isinstance(payload, dict) and all(isinstance(item, dict) for item in payload.values())

@@ -1,0 +1,181 @@
+"""The lowering cache (`compiler.providers.reuse`): a recompile lowers only the tools whose inputs changed,
+and its output is byte for byte a compile from nothing, whatever the cache holds: warm, stale (another toolc),
+corrupted, damaged in one entry, or made before a change to one operation or one shared definition."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from compiler.build import Build
+from compiler.codegen.stubs import model_chunks
+from compiler.config import Config
+from compiler.incremental import identity, store
+from compiler.infra.diagnostics import Severity
+from compiler.infra.output import read_tree
+from compiler.pipeline import adhoc_inputs, compile_project, write_build
+from compiler.providers import lower
+from compiler.providers import reuse as lowering
+from tests.support.synthetic import synthetic_openapi
+
+TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+@pytest.fixture
+def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Sixty operations sharing deep `$ref` trees, compiled in this process (one job: lowering is counted)."""
+    monkeypatch.setenv("TOOLC_JOBS", "1")
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps(synthetic_openapi(60)))
+    return path
+
+
+@pytest.fixture
+def lowered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tool ids `lower_tool` lowered (a cache hit does not call it)."""
+    seen: list[str] = []
+    real = lower.lower_tool
+
+    def counting(target: str, tool: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(tool.id)
+        return real(target, tool, *args, **kwargs)
+
+    monkeypatch.setattr(lower, "lower_tool", counting)
+    return seen
+
+
+def config(strict: bool = True, codegen: bool = False) -> Config:
+    base = Config(root=Path.cwd())
+    return base.model_copy(update={"codegen": codegen,
+                                   "providers": base.providers.model_copy(update={"anthropic_strict": strict})})
+
+
+def compile_into(spec: Path, out: Path, *, codegen: bool = False) -> tuple[Build, dict[str, bytes]]:
+    build = compile_project(config(codegen=codegen), adhoc_inputs([spec], spec.parent), targets=TARGETS, out_dir=out)
+    assert not build.diagnostics.has_errors, build.diagnostics.sorted()[:3]
+    write_build(build, out)
+    build.files.release_spool()
+    return build, read_tree(out)
+
+
+def clean(spec: Path, tmp_path: Path, name: str = "clean") -> dict[str, bytes]:
+    """A compile from nothing, into a folder of its own (no cache beside it)."""
+    return compile_into(spec, tmp_path / name / "out")[1]
+
+
+def test_cold_warm_and_another_toolc_give_the_same_bytes(spec: Path, tmp_path: Path, lowered: list[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    cold_build, cold = compile_into(spec, out)
+    tools = len(cold_build.catalog.tools)
+    assert len(lowered) >= tools * len(TARGETS)
+    assert all(store.cache_path(out, lowering.kind(target), suffix=".bin").is_file() for target in TARGETS)
+    lowered.clear()
+    warm_build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered, "a warm compile lowers nothing and writes the same bytes"
+    assert sorted(warm_build.diagnostics.sorted(), key=str) == sorted(cold_build.diagnostics.sorted(), key=str)
+    monkeypatch.setattr(identity, "toolc_identity", lambda: "sha256:the-next-toolc")
+    next_build, after_upgrade = compile_into(spec, out)
+    assert after_upgrade == cold
+    assert len(lowered) >= tools * len(TARGETS), "another toolc's cache is not trusted: every tool is lowered"
+    notes = [d for d in next_build.diagnostics if d.code == store.CACHE_IGNORED]
+    assert len(notes) >= len(TARGETS) and all(d.severity is Severity.INFO for d in notes)
+    assert all("another toolc" in d.message for d in notes)
+
+
+def test_one_changed_description_is_lowered_again_and_nothing_else(spec: Path, tmp_path: Path,
+                                                                   lowered: list[str]) -> None:
+    compile_into(spec, tmp_path / "out")
+    document = json.loads(spec.read_text())
+    methods = next(iter(document["paths"].values()))
+    operation = next(iter(methods.values()))
+    operation["description"] = "What this operation does, said again after a review."
+    spec.write_text(json.dumps(document))
+    lowered.clear()
+    build, recompiled = compile_into(spec, tmp_path / "out")
+    changed = {tool.id for tool in build.catalog.tools if tool.name == operation["operationId"]}
+    assert len(changed) == 1 and set(lowered) == changed, "only the changed operation is lowered again"
+    assert recompiled == clean(spec, tmp_path)
+
+
+def test_a_changed_shared_definition_relowers_every_tool_that_reaches_it(spec: Path, tmp_path: Path,
+                                                                         lowered: list[str]) -> None:
+    compile_into(spec, tmp_path / "out")
+    document = json.loads(spec.read_text())
+    name, schema = next((n, s) for n, s in document["components"]["schemas"].items() if "properties" in s)
+    schema["properties"]["added_by_review"] = {"type": "string", "description": "a new field"}
+    spec.write_text(json.dumps(document))
+    lowered.clear()
+    _build, recompiled = compile_into(spec, tmp_path / "out")
+    assert lowered, f"tools reaching {name} are lowered again"
+    assert recompiled == clean(spec, tmp_path)
+
+
+DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "one entry damaged",
+           "an entry out of bounds", "other settings"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_cache_never_changes_the_output(spec: Path, tmp_path: Path, lowered: list[str], damage: str) -> None:
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    path = store.cache_path(out, lowering.kind("anthropic"), suffix=".bin")
+    header, _newline, blob = path.read_bytes().partition(b"\n")
+    data = orjson.loads(header)
+    first = next(iter(data["payload"]))
+    if damage == "cut short":
+        path.write_bytes(path.read_bytes()[:-100])
+    elif damage == "not json":
+        path.write_bytes(b"{" + header[:1000] + b"\n" + blob)
+    elif damage == "foreign envelope":
+        data["toolc"] = "sha256:0"
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+    elif damage == "a definition altered":  # same length, so only the blob's hash can tell
+        path.write_bytes(header + b"\n" + blob.replace(b'"description"', b'"descriptioN"', 1))
+    elif damage == "one entry damaged":
+        data["payload"][first]["lowered"] = {"name": 3}
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+    elif damage == "an entry out of bounds":
+        data["payload"][first]["at"][0] = len(blob) + 5
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+    else:
+        data["key"] = "settings of another project"
+        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+    lowered.clear()
+    build, again = compile_into(spec, out)
+    assert again == cold
+    assert lowered, "what the damaged file held is lowered again"
+    notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+    whole_file = ("cut short", "not json", "foreign envelope", "a definition altered")
+    assert len(notes) == (1 if damage in whole_file else 0), notes
+
+
+def test_stubs_and_router_are_the_same_from_a_warm_cache(spec: Path, tmp_path: Path) -> None:
+    _build, cold = compile_into(spec, tmp_path / "out", codegen=True)
+    assert any(path.startswith("python/") for path in cold)
+    _build, warm = compile_into(spec, tmp_path / "out", codegen=True)
+    assert warm == cold
+
+
+def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The models do not hold an operation's description, so no chunk is generated again; the models' header
+    (the source's input hash, which the description changes) is this compile's all the same."""
+    compile_into(spec, tmp_path / "out", codegen=True)
+    document = json.loads(spec.read_text())
+    operation = next(iter(next(iter(document["paths"].values())).values()))
+    operation["description"] = "Reworded."
+    spec.write_text(json.dumps(document))
+    generated: list[str] = []
+    real = model_chunks._run
+    monkeypatch.setattr(model_chunks, "_run", lambda job: generated.append(job.filename) or real(job))
+    _build, recompiled = compile_into(spec, tmp_path / "out", codegen=True)
+    assert not generated, "every chunk came from the cache"
+    _build, clean_output = compile_into(spec, tmp_path / "clean" / "out", codegen=True)
+    assert generated, "a compile from nothing generates its models"
+    assert recompiled == clean_output
