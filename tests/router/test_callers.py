@@ -41,7 +41,7 @@ def gateway(jwks: Any, **fields: Any) -> GatewayConfig:
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Path:
-    build = make_build(probe_catalog())
+    build = make_build(probe_catalog(), router={"postgres": True})
     build.config = build.config.model_copy(update={"gateway": gateway(keys.jwks())})
     return write_router(build, tmp_path_factory.mktemp("callers"))
 
@@ -262,7 +262,7 @@ async def test_postgres_rows_name_the_caller(rt: Any, pg: PgServer) -> None:
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg.dsn(), autocommit=True) as connection:
         connection.execute(f"CREATE DATABASE {name}")
-    sink = rt.PostgresAuditSink(pg.dsn(dbname=name))
+    sink = rt.audit_pg.PostgresAuditSink(pg.dsn(dbname=name))
     router = probed(rt, sink)
     who = context(rt, caller=caller(rt, "mcp:probe:echo"))
     await router.call_tool("mcp:probe:echo", {"text": "hi"}, context=who)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -221,5 +222,10 @@ def _refusal(rule: RateLimitSpec, caller: str, wait: float) -> str:
     fleet = " across the fleet" if rule.fleet else ""
     return (
         f"rate limit of {rule.label or f'{rule.rate:g} per second'} for {scope} ({who}{fleet}) "
-        f"reached; retry in {max(wait, 0.001):.3g} s"
+        f"reached; retry in {_seconds(wait)} s"
     )
+
+
+def _seconds(wait: float) -> str:
+    """A wait as a person reads it: tenths below 10 s, whole seconds (rounded up) above: `0.4`, `1800`."""
+    return f"{max(wait, 0.1):.1f}" if wait < 10 else str(math.ceil(wait))
