@@ -323,3 +323,58 @@ def test_inputs_stay_strict_where_outputs_are_lenient() -> None:
         models.Op0Input.model_validate({"body": {"name": "X"}})
     assert isinstance(models.Op0Input.model_validate({"body": {"name": "abc"}}).body, models.SharedInput)
     assert isinstance(models.Op0Output.model_validate({"name": "X", "other": 1}).root, models.Shared)
+
+
+BOOLEAN_BESIDE_NUMBERS = [
+    {"anyOf": [{"anyOf": [{"type": "boolean"}, {"type": "integer"}]}, {"type": "null"}]},  # hypothesis found it
+    {"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "boolean"}]}, {"type": "null"}]},
+    {"anyOf": [{"type": "boolean"}, {"type": "integer"}]},
+    {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+    {"type": ["boolean", "integer", "null"]},
+    {"type": ["integer", "boolean"]},
+    {"anyOf": [{"type": "boolean"}, {"type": "number"}]},
+    {"type": "object", "properties": {"flag": {"type": ["boolean", "number"]}}},
+]
+
+
+def test_a_boolean_beside_numbers_keeps_every_number_and_boolean() -> None:
+    """Issue: for `bool | int`, pydantic's smart union took the answer `0.0` (the integer 0 in JSON Schema) as
+    `False` (a lax `bool` accepts 0, 1, 0.0, 1.0 and wins the tie with `int`'s lax float). Output booleans are
+    `StrictBool`: each value keeps its JSON type, in either member order."""
+    models, _ = output_models(BOOLEAN_BESIDE_NUMBERS)
+    for index, schema in enumerate(BOOLEAN_BESIDE_NUMBERS):
+        validator = Draft202012Validator(schema)
+        for answer in (0.0, 1.0, 0, 1, 2.0, True, False, None):
+            value = {"flag": answer} if schema.get("type") == "object" else answer
+            if not validator.is_valid(value):
+                continue
+            kept = getattr(models, f"Op{index}Output").model_validate(value).model_dump(mode="json", by_alias=True,
+                                                                                        exclude_unset=True)
+            assert same_json(kept, value), (schema, value, kept)  # `false` is not `0` in JSON
+            assert (type(_flag(kept)) is bool) == (type(answer) is bool), (schema, value, kept)
+
+
+def _flag(value: Any) -> Any:
+    return value["flag"] if isinstance(value, dict) else value
+
+
+def test_inputs_keep_plain_booleans_and_documents_pick_no_types() -> None:
+    """Only the output rewrite makes booleans strict (a stub's `flag: bool` parameter stays `bool`), and an `x-`
+    key in a document never reaches the generator, `x-python-type` included."""
+    body = {"type": "object", "properties": {"flag": {"type": "boolean"}}}
+    source = Source(id="src", kind="openapi", location="src", definitions=DEFINITIONS)
+    tool = Tool(id="openapi:src:op0", source="src", name="op0", description="", input_schema=body,
+                output_schema={"type": "object", "properties": {
+                    "flag": {"type": "boolean"},
+                    "text": {"type": "string", "x-python-type": "pydantic.StrictBool"},
+                    "other": {"type": "boolean", "x-python-type": "pydantic.StrictBool", "x-python-import": "os"}}},
+                binding=McpBinding(server="src", tool_name="op0"))
+    diagnostics = Diagnostics()
+    build = Build(config=Config(), catalog=Catalog((source,), (tool,)), resolver=RefResolver(diagnostics),
+                  diagnostics=diagnostics, targets=())
+    code = SourcePackage(build, source, [tool], "src").generate()["src/models.py"].decode()
+    assert "flag: bool | None = None" in code.split("class Op0Output")[0]
+    output = code.split("class Op0Output")[1]
+    assert "flag: StrictBool | None = None" in output
+    assert "text: str | None = None" in output
+    assert "other: StrictBool | None = None" in output and "import os" not in code

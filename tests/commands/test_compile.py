@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -170,6 +172,27 @@ def test_output_folder_and_files_get_the_umask_modes_not_the_staging_folder_s(tm
         os.umask(previous)
 
 
+@contextlib.contextmanager
+def _sigint_ignored_and_blocked() -> Iterator[None]:
+    """SIGINT as this process has it when a non-interactive shell started it in the background (`pytest &` in a
+    script: POSIX has such a job ignore SIGINT), and blocked as well. Both survive fork and exec, so a child
+    started meanwhile keeps them unless it resets them itself."""
+    previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+        signal.signal(signal.SIGINT, previous_handler)
+
+
+def _as_a_terminal_starts_it() -> None:
+    """In the child, before exec: SIGINT delivered and at its default, as for a command typed at a terminal (an
+    ignored SIGINT at start makes Python install no KeyboardInterrupt handler, and the compile runs to the end)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def test_ctrl_c_exits_130_with_one_line_and_leaves_the_output_alone(tmp_path: Path) -> None:
     """A real SIGINT to the process group, as a terminal sends it, in the middle of a compile that takes seconds
     (GitHub's 1,223 operations with stubs): exit 130, one line on stderr (no traceback from the compile or its
@@ -177,10 +200,11 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_the_output_alone(tmp_path: Pa
     out = tmp_path / "out"
     out.mkdir()
     (out / "marker").write_text("previous output\n")
-    process = subprocess.Popen([str(Path(sys.executable).parent / "toolc"), "compile",
-                                str(FIXTURES / "corpus" / "openapi" / "github.json"), "--out", str(out)],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    with _sigint_ignored_and_blocked():  # always the worst case: this process started as a script's `pytest &`
+        process = subprocess.Popen([str(Path(sys.executable).parent / "toolc"), "compile",
+                                    str(FIXTURES / "corpus" / "openapi" / "github.json"), "--out", str(out)],
+                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True, preexec_fn=_as_a_terminal_starts_it)
     time.sleep(1.5)
     assert process.poll() is None, "the compile ended before it could be interrupted"
     os.killpg(process.pid, signal.SIGINT)

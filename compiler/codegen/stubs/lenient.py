@@ -15,6 +15,8 @@ before the models are generated:
 | a node with no `type` whose keywords imply one (`properties`, `items`), except a branch of an `allOf` | that type only (an object model, a list) | `anyOf` of that type and every other JSON type |
 | `type: ["object", "null", ...]` | the object model only | `anyOf` of the object and the other types |
 | `unevaluatedProperties`, `dependentSchemas`, `if`/`then`/`else`, `not` | (mostly ignored) | dropped |
+| `x-` extensions | dropped (`models._walk`) | dropped here, so the one this rewrite adds is the only one |
+| `type: boolean` (alone or in a `type` list) | `bool`, which also takes `0`, `1.0`, `"yes"`: in a union with `int`, pydantic's smart mode turns the answer `0.0` into `False` | `StrictBool` (a list is split: `anyOf` of the boolean and the other types) |
 
 Types, `required`, `enum`/`const` and nullability (`type: [..., "null"]`, `anyOf` with `{type: null}`) stay: the
 model types what the document promises, and an answer that breaks it reaches the caller as the stub's
@@ -31,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.codegen.stubs.models import ref_target, references
+from compiler.codegen.stubs.models import STRICT_BOOLEAN, ref_target, references
 from compiler.refs import escape_token
 from compiler.schema import map_subschemas
 
@@ -58,13 +60,21 @@ def lenient(node: Any, *, typed_elsewhere: bool = False) -> Any:
     way to add properties to a `$ref`; it is not widened)."""
     if not isinstance(node, Mapping):
         return node
-    out = {key: value for key, value in node.items() if key not in DROPPED_ON_OUTPUT}
+    out = {key: value for key, value in node.items()
+           if key not in DROPPED_ON_OUTPUT and not (isinstance(key, str) and key.startswith("x-"))}
     if out.get("additionalProperties") is False:
         del out["additionalProperties"]
     if "prefixItems" in out or isinstance(out.get("items"), list):  # 2020-12 and draft-04 tuples
         out.pop("prefixItems", None)
         out.pop("items", None)
     out = map_subschemas(out, lambda sub, step: lenient(sub, typed_elsewhere=step[0] == "allOf"))
+    kind = out.get("type")
+    if kind == "boolean" and not _pins_values(out):
+        return {**out, **STRICT_BOOLEAN}
+    if isinstance(kind, list) and "boolean" in kind and len(kind) > 1 and not _pins_values(out):
+        others = [t for t in kind if t != "boolean"]
+        rest = lenient({**out, "type": others[0] if len(others) == 1 else others}, typed_elsewhere=typed_elsewhere)
+        return {"anyOf": [{"type": "boolean", **STRICT_BOOLEAN}, rest]}
     implied = None if typed_elsewhere else _implied_type(out)
     kind = out.get("type", implied)
     if _is_object(kind) and "additionalProperties" not in out:
@@ -74,6 +84,11 @@ def lenient(node: Any, *, typed_elsewhere: bool = False) -> Any:
     if isinstance(kind, list) and "object" in kind and len(kind) > 1:  # the generator types it as the object only
         return {"anyOf": [{**out, "type": "object"}, {"type": [t for t in kind if t != "object"]}]}
     return out
+
+
+def _pins_values(node: Mapping[str, Any]) -> bool:
+    """Whether `enum`/`const` type the node (a `Literal`, which compares values and never converts them)."""
+    return "enum" in node or "const" in node
 
 
 def _implied_type(node: Mapping[str, Any]) -> str | None:

@@ -66,7 +66,7 @@ def _walk(node: Any, on_ref: Callable[[str], str | None]) -> Any:
         return {}
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in _DROPPED_KEYS or (isinstance(key, str) and key.startswith("x-")):
+        if key in _DROPPED_KEYS or (isinstance(key, str) and key.startswith("x-") and not _strict_boolean(node)):
             continue
         if key == "$ref":
             if isinstance(value, str) and (new := on_ref(value)) is not None:
@@ -74,6 +74,17 @@ def _walk(node: Any, on_ref: Callable[[str], str | None]) -> Any:
             continue
         out[key] = value
     return map_subschemas(out, lambda sub, _step: _walk(sub, on_ref))
+
+
+STRICT_BOOLEAN = {"x-python-type": "pydantic.StrictBool"}
+"""The generator's annotation for a boolean output node (`lenient`): `StrictBool`, only `true` and `false` as in
+JSON Schema. A lax `bool` beside `int` or `float` wins pydantic's tie for `0.0` or `1` and converts the answer.
+The one `x-` key `_walk` keeps, and only on `type: boolean`: any other would let a document pick a model's types."""
+
+
+def _strict_boolean(node: Mapping[str, Any]) -> bool:
+    return node.get("type") == "boolean" and all(node.get(key) == value for key, value in STRICT_BOOLEAN.items()) \
+        and not any(isinstance(key, str) and key.startswith("x-") and key not in STRICT_BOOLEAN for key in node)
 
 
 def ref_target(ref: str) -> tuple[str, str] | None:

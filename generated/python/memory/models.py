@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class AddObservationsInput(BaseModel):
@@ -49,7 +49,7 @@ class DeleteEntitiesOutput(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    success: bool
+    success: StrictBool
     message: str
 
 
@@ -181,7 +181,7 @@ class DeleteObservationsOutput(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    success: bool
+    success: StrictBool
     message: str
 
 
@@ -189,7 +189,7 @@ class DeleteRelationsOutput(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    success: bool
+    success: StrictBool
     message: str
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class SequentialthinkingInput(BaseModel):
@@ -47,6 +47,6 @@ class SequentialthinkingOutput(BaseModel):
     )
     thoughtNumber: float
     totalThoughts: float
-    nextThoughtNeeded: bool
+    nextThoughtNeeded: StrictBool
     branches: list[str]
     thoughtHistoryLength: float

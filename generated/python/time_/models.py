@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class ConvertTimeInput(BaseModel):
@@ -46,7 +46,7 @@ class GetCurrentTimeOutput(BaseModel):
     timezone: str = Field(..., title="Timezone")
     datetime: str = Field(..., title="Datetime")
     day_of_week: str = Field(..., title="Day Of Week")
-    is_dst: bool = Field(..., title="Is Dst")
+    is_dst: StrictBool = Field(..., title="Is Dst")
 
 
 class TimeResult(BaseModel):
@@ -56,4 +56,4 @@ class TimeResult(BaseModel):
     timezone: str = Field(..., title="Timezone")
     datetime: str = Field(..., title="Datetime")
     day_of_week: str = Field(..., title="Day Of Week")
-    is_dst: bool = Field(..., title="Is Dst")
+    is_dst: StrictBool = Field(..., title="Is Dst")
