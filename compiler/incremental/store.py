@@ -92,6 +92,9 @@ def save(out_dir: Path, kind: str, entry: Entry) -> None:
         partial.replace(path)
     except OSError:
         partial.unlink(missing_ok=True)
+    except BaseException:  # interrupted (Ctrl-C): no half-written file left beside the output either
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def _envelope(kind: str, entry: Entry, blob: str = "") -> dict[str, Any]:
@@ -146,6 +149,9 @@ def save_with_blob(out_dir: Path, kind: str, entry: Entry, blob: Path) -> None:
         partial.replace(path)
     except OSError:
         partial.unlink(missing_ok=True)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def forget(out_dir: Path, kind: str) -> None:

@@ -1,0 +1,39 @@
+"""The cache store writes each file whole: a compile interrupted mid-write (Ctrl-C) leaves no half-written file
+beside the output, and the interrupt still reaches the command (which answers exit 130)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.incremental import store
+
+
+def interrupt(*_args: Any, **_kwargs: Any) -> Any:
+    raise KeyboardInterrupt
+
+
+def leftovers(out_dir: Path) -> list[str]:
+    return sorted(path.name for path in store.cache_path(out_dir, "probe").parent.glob("*.partial"))
+
+
+def test_an_interrupted_save_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out_dir = tmp_path / "out"
+    monkeypatch.setattr(Path, "replace", interrupt)  # the partial file written, not yet in place
+    with pytest.raises(KeyboardInterrupt):
+        store.save(out_dir, "probe", store.Entry("key", {"a": 1}))
+    assert leftovers(out_dir) == []
+    assert not store.cache_path(out_dir, "probe").exists()
+
+
+def test_an_interrupted_blob_copy_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out_dir, blob = tmp_path / "out", tmp_path / "tools.json"
+    blob.write_bytes(b"[]" * 1000)
+    monkeypatch.setattr(shutil, "copyfileobj", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        store.save_with_blob(out_dir, "probe", store.Entry("key", {}), blob)
+    assert leftovers(out_dir) == []
+    assert not store.cache_path(out_dir, "probe", suffix=".bin").exists()
