@@ -55,6 +55,8 @@ class Layout:
 
     target: str
     spans: dict[str, Span]
+    sha256: str = ""
+    """`sha256:<hex>` of the whole tools file, hashed as it was written (the cache and the project record reuse it)."""
 
 
 @dataclass(frozen=True)

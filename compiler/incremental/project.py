@@ -61,12 +61,15 @@ def save(out_dir: Path, key: str, record: ProjectRecord) -> None:
 
 
 def output_hashes(files: FileSet) -> dict[str, str]:
-    """sha256 of each output file (a spooled one streamed from its spool file, never read in whole)."""
+    """sha256 of each output file (a spooled one as its writer hashed it, else streamed from its spool file,
+    never read in whole)."""
     hashes: dict[str, str] = {}
     for path in files:
         spooled = files.spooled_path(path)
-        # An unreadable spool file records no digest: the record then never proves the folder current.
-        hashes[path] = (_stream_digest(spooled) or "") if spooled is not None else file_digest(files[path])
+        if spooled is None:
+            hashes[path] = file_digest(files[path])
+        else:  # an unreadable spool file records no digest: the record then never proves the folder current
+            hashes[path] = files.known_digest(path) or _stream_digest(spooled) or ""
     return hashes
 
 

@@ -1,5 +1,6 @@
-"""Cache files beside the output folder: `<output's parent>/.toolc-cache/<output name>.<kind>.json` (or `.bin`,
-an envelope line followed by a blob of bytes whose sha256 the envelope holds).
+"""Cache files beside the output folder: `<output's parent>/.toolc-cache/<output name>.<kind>.json`, and for a
+kind saved with a blob of bytes, `<output name>.<kind>.blob` beside it, whose sha256 the envelope holds (the blob is
+a hard link to the file it records where the file system allows: hundreds of MB are never copied).
 
 Each file is an envelope `{"format", "kind", "toolc", "key", "payload", "blob"}`. It is read back only when it
 is what this compile expects: a file from another toolc (`toolc` differs), of another format or kind, one that
@@ -40,7 +41,7 @@ class Entry:
     """What the payload was made from (a hash the caller computes over its inputs)."""
     payload: Any
     blob: str = ""
-    """sha256 of the bytes that follow the envelope (`save_with_blob`), or empty."""
+    """sha256 of the entry's blob file (`save_with_blob`), or empty."""
 
 
 def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
@@ -97,9 +98,9 @@ def save(out_dir: Path, kind: str, entry: Entry) -> None:
         raise
 
 
-def _envelope(kind: str, entry: Entry, blob: str = "") -> dict[str, Any]:
+def _envelope(kind: str, entry: Entry) -> dict[str, Any]:
     return {"format": STORE_FORMAT, "kind": kind, "toolc": identity.toolc_identity(), "key": entry.key,
-            "payload": entry.payload, "blob": blob}
+            "payload": entry.payload, "blob": entry.blob}
 
 
 def _prepare(folder: Path) -> None:
@@ -111,20 +112,16 @@ def _prepare(folder: Path) -> None:
 
 def load_with_blob(out_dir: Path, kind: str, diagnostics: Diagnostics,
                    valid: Callable[[Any], bool] = lambda payload: True) -> tuple[Entry, bytes] | None:
-    """An entry saved by `save_with_blob`: the envelope on the first line, then the blob, whose sha256 the
-    envelope holds (a blob cut short or altered is ignored like a corrupted file)."""
-    path = cache_path(out_dir, kind, suffix=".bin")
-    try:
-        with path.open("rb") as handle:  # the header, then the blob: read once each, never copied (hundreds of MB)
-            header = handle.readline()
-            blob = handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        _ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
-        return None
-    entry = _entry(header, path, kind, diagnostics, valid)
+    """An entry saved by `save_with_blob` and its blob, whose sha256 the envelope holds (a blob missing, cut
+    short or altered is ignored like a corrupted file)."""
+    entry = load(out_dir, kind, diagnostics, valid)
     if entry is None:
+        return None
+    path = cache_path(out_dir, kind, suffix=".blob")
+    try:
+        blob = path.read_bytes()  # read once, never copied (hundreds of MB)
+    except OSError as exc:
+        _ignored(diagnostics, path, f"its blob is unreadable ({exc.strerror or exc})")
         return None
     if entry.blob != "sha256:" + hashlib.sha256(blob).hexdigest():
         _ignored(diagnostics, path, "its content does not match its hash (corrupted)")
@@ -133,29 +130,37 @@ def load_with_blob(out_dir: Path, kind: str, diagnostics: Diagnostics,
 
 
 def save_with_blob(out_dir: Path, kind: str, entry: Entry, blob: Path) -> None:
-    """`entry` on the first line, then the bytes of the file `blob` (copied, streamed), atomically."""
-    path = cache_path(out_dir, kind, suffix=".bin")
+    """`entry` (whose `blob` is the sha256 of the file `blob`, as its writer hashed it), then the file itself,
+    hard-linked (copied across file systems). The blob goes in first: a reader that comes between sees the old
+    envelope with the new blob, a hash that does not match, and ignores both."""
+    path = cache_path(out_dir, kind, suffix=".blob")
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        digest = hashlib.sha256()
-        with blob.open("rb") as source:
-            while chunk := source.read(1 << 20):
-                digest.update(chunk)
-        data = _envelope(kind, entry, blob="sha256:" + digest.hexdigest())
         _prepare(path.parent)
-        with partial.open("wb") as out, blob.open("rb") as source:
-            out.write(orjson.dumps(data) + b"\n")
-            shutil.copyfileobj(source, out, 1 << 20)
+        partial.unlink(missing_ok=True)
+        _link_or_copy(blob, partial)
         partial.replace(path)
     except OSError:
         partial.unlink(missing_ok=True)
-    except BaseException:
+        return
+    except BaseException:  # interrupted (Ctrl-C): no half-written file left beside the output
         partial.unlink(missing_ok=True)
         raise
+    save(out_dir, kind, entry)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """The blob's writer never writes it again, nor does the output it may also be linked into (written by
+    rename, never in place); were it changed all the same, its hash no longer matches and it is ignored."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def forget(out_dir: Path, kind: str) -> None:
     cache_path(out_dir, kind).unlink(missing_ok=True)
+    cache_path(out_dir, kind, suffix=".blob").unlink(missing_ok=True)
 
 
 def _ignored(diagnostics: Diagnostics, path: Path, why: str) -> None:

@@ -25,6 +25,8 @@ class FileSet(MutableMapping[str, bytes]):
     def __init__(self) -> None:
         self._small: dict[str, bytes] = {}
         self._spooled: dict[str, Path] = {}
+        self._digests: dict[str, str] = {}
+        """Path → sha256 of a spooled file its writer hashed as it wrote it (never read back to hash it)."""
         self._spool: tempfile.TemporaryDirectory[str] | None = None
 
     def spool_dir(self) -> Path:
@@ -37,18 +39,26 @@ class FileSet(MutableMapping[str, bytes]):
         """Remove the spool folder and forget its files: called once they are written out, or not wanted
         (`toolc compile` ends its process without the interpreter's teardown, which would otherwise remove it)."""
         self._spooled.clear()
+        self._digests.clear()
         if self._spool is not None:
             self._spool.cleanup()
             self._spool = None
 
-    def adopt(self, path: str, spooled: Path) -> None:
-        """Take `spooled` (a file in `spool_dir()`) as the content of `path`."""
+    def adopt(self, path: str, spooled: Path, digest: str = "") -> None:
+        """Take `spooled` (a file in `spool_dir()`) as the content of `path`; `digest`: its sha256, when known."""
         self._discard(path)
         self._spooled[path] = spooled
+        if digest:
+            self._digests[path] = digest
+
+    def known_digest(self, path: str) -> str:
+        """The sha256 `adopt` was given for `path`, or empty."""
+        return self._digests.get(path, "")
 
     def detach(self, path: str) -> Path | bytes:
         """Take `path` out of the set but keep its content: the spooled file (it stays in the spool folder and goes
         with it) or the bytes. For a file replaced in the output whose content is still read."""
+        self._digests.pop(path, None)
         spooled = self._spooled.pop(path, None)
         return spooled if spooled is not None else self._small.pop(path)
 
@@ -104,6 +114,7 @@ class FileSet(MutableMapping[str, bytes]):
 
     def _discard(self, path: str) -> None:
         self._small.pop(path, None)
+        self._digests.pop(path, None)
         spooled = self._spooled.pop(path, None)
         if spooled is not None:
             spooled.unlink(missing_ok=True)

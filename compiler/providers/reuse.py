@@ -5,9 +5,9 @@ the tool (every field), the shared definitions it reaches, its provider name, wh
 project's settings and toolc itself; its key hashes all of them (the tool and what it reaches through
 `incremental.ir_hash.ToolHasher`, the Merkle hash the lock uses; toolc through the store's envelope).
 
-One file per target (`.toolc-cache/<output>.lowered-<target>.bin`): an index (key → name-map entry, the
-diagnostics lowering reported, the resolver's included, and where the definition sits), then a copy of the
-target's tools file as the last compile wrote it. A hit is never decoded: `spans.write_array` copies its bytes as
+Per target, an index (`.toolc-cache/<output>.lowered-<target>.json`: key → name-map entry, the diagnostics
+lowering reported, the resolver's included, and where the definition sits) and the target's tools file as the
+last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing saves neither again. A hit is never decoded: `spans.write_array` copies its bytes as
 they were placed in the array, with the digest and tokens measured then. The file holds only this compile's
 tools, so it never grows past one compile's worth.
 """
@@ -82,6 +82,7 @@ class PriorLowerings:
         found = store.load_with_blob(out_dir, kind(target), diagnostics, _well_formed)
         fits = found is not None and found[0].key == self._settings
         self._previous: Mapping[str, Any] = found[0].payload if found is not None and fits else {}
+        self._previous_blob = found[0].blob if found is not None and fits else ""
         self._blob = memoryview(found[1]) if found is not None and fits else memoryview(b"")
         self._now: dict[str, dict[str, Any]] = {}
         self._keys: dict[str, str] = {}
@@ -122,7 +123,7 @@ class PriorLowerings:
                 and self._given.get(lowered.tool.id) is lowered}
 
     def save(self, final: Iterable[Lowered], tools_file: Path, layout: Layout, digests: Mapping[str, str]) -> None:
-        """Record where each definition sits in `tools_file` (this compile's, copied in) and what it measured.
+        """Record where each definition sits in `tools_file` (this compile's, linked in) and what it measured.
         A lowering that is not sent (the strict budget replaced it) keeps its definition in the index instead."""
         sent = set()
         for lowered in final:
@@ -135,7 +136,10 @@ class PriorLowerings:
         for key, lowered in self._made.items():
             if id(lowered) not in sent:
                 self._now[key]["lowered"]["definition"] = lowered.definition
-        store.save_with_blob(self._out_dir, kind(self._target), store.Entry(self._settings, self._now), tools_file)
+        if layout.sha256 == self._previous_blob and self._now == self._previous:
+            return  # the cache already holds this compile's index and tools file
+        store.save_with_blob(self._out_dir, kind(self._target),
+                             store.Entry(self._settings, self._now, layout.sha256), tools_file)
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
         diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]

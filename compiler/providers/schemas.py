@@ -171,7 +171,7 @@ def emit_providers(build: Build) -> dict[str, TargetOutput]:
             tools_file = f"schemas/{target}.json"
             if tools_file in build.files:
                 raise ValueError(f"two stages write {tools_file}")
-            build.files.adopt(tools_file, array)
+            build.files.adopt(tools_file, array, item.layout.sha256)
         build.add_file(f"schemas/{target}.names.json", canonical_json(item.names))
         outputs[target] = TargetOutput(target=target, tools=_Definitions(target, array, item.layout),
                                        names=item.names, summary=item.summary, array=array,

@@ -82,23 +82,37 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered],
     known = known or {}
     if not ordered:
         path.write_bytes(empty(target))
-        return {}, Layout(target, {})
+        return {}, Layout(target, {}, "sha256:" + hashlib.sha256(empty(target)).hexdigest())
     shape = frame(target)
     indent = b"\n" + shape.pad
     ends = tokens.line_count(shape.pad + b"{") + tokens.line_count(shape.pad + b"}")
     digests: dict[str, str] = {}
     spans: dict[str, Span] = {}
-    with path.open("wb") as out:
+    with path.open("wb") as handle:
+        out = _HashedWriter(handle)
         out.write(shape.head)
         for index, item in enumerate(ordered):
             placed = known.get(item.tool.id) or _place(item, target, shape.pad, indent, ends)
             digests[item.tool.id] = placed.measure.digest
             if index:
                 out.write(shape.sep)
-            spans[item.tool.id] = Span(out.tell(), len(placed.content), placed.measure.tokens, placed.measure.inner)
+            spans[item.tool.id] = Span(out.offset, len(placed.content), placed.measure.tokens, placed.measure.inner)
             out.write(placed.content)
         out.write(shape.tail)
-    return digests, Layout(target, spans)
+    return digests, Layout(target, spans, "sha256:" + out.digest.hexdigest())
+
+
+class _HashedWriter:
+    """A file written and hashed in one pass: the lowering cache and the project record take its sha256 from
+    here instead of reading hundreds of MB back."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.digest, self.offset = out, hashlib.sha256(), 0
+
+    def write(self, content: bytes | memoryview) -> None:
+        self.digest.update(content)
+        self.out.write(content)
+        self.offset += len(content)
 
 
 def _place(item: Lowered, target: str, pad: bytes, indent: bytes, ends: int) -> Placed:

@@ -4,7 +4,10 @@ corrupted, damaged in one entry, or made before a change to one operation or one
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +77,7 @@ def test_cold_warm_and_another_toolc_give_the_same_bytes(spec: Path, tmp_path: P
     cold_build, cold = compile_into(spec, out)
     tools = len(cold_build.catalog.tools)
     assert len(lowered) >= tools * len(TARGETS)
-    assert all(store.cache_path(out, lowering.kind(target), suffix=".bin").is_file() for target in TARGETS)
+    assert all(store.cache_path(out, lowering.kind(target), suffix=".blob").is_file() for target in TARGETS)
     lowered.clear()
     warm_build, warm = compile_into(spec, out)
     assert warm == cold and not lowered, "a warm compile lowers nothing and writes the same bytes"
@@ -116,7 +119,26 @@ def test_a_changed_shared_definition_relowers_every_tool_that_reaches_it(spec: P
     assert recompiled == clean(spec, tmp_path)
 
 
-DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "one entry damaged",
+def blob_of(out: Path, target: str) -> Path:
+    return store.cache_path(out, lowering.kind(target), suffix=".blob")
+
+
+def test_a_warm_compile_saves_nothing_and_the_blob_is_a_link_not_a_copy(spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    blob, header = blob_of(out, "anthropic"), store.cache_path(out, lowering.kind("anthropic"))
+    if os.stat(tmp_path).st_dev == os.stat(tempfile.gettempdir()).st_dev:  # the spool links where it can
+        assert os.path.samefile(blob, out / "schemas" / "anthropic.json"), "the tools file is linked, not copied"
+    envelope = orjson.loads(header.read_bytes())
+    assert envelope["blob"] == "sha256:" + hashlib.sha256(blob.read_bytes()).hexdigest()
+    saved = {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in (blob, header)}
+    _build, warm = compile_into(spec, out)
+    assert warm == cold
+    assert saved == {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in (blob, header)}, \
+        "nothing changed: the cache is not written again"
+
+
+DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "blob missing", "one entry damaged",
            "an entry out of bounds", "other settings"]
 
 
@@ -124,34 +146,38 @@ DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", 
 def test_a_damaged_cache_never_changes_the_output(spec: Path, tmp_path: Path, lowered: list[str], damage: str) -> None:
     out = tmp_path / "out"
     _build, cold = compile_into(spec, out)
-    path = store.cache_path(out, lowering.kind("anthropic"), suffix=".bin")
-    header, _newline, blob = path.read_bytes().partition(b"\n")
+    path, blob_path = store.cache_path(out, lowering.kind("anthropic")), blob_of(out, "anthropic")
+    header, blob = path.read_bytes(), blob_path.read_bytes()
+    blob_path.unlink()  # linked to the output: a damaged blob is written as a file of its own
+    blob_path.write_bytes(blob)
     data = orjson.loads(header)
     first = next(iter(data["payload"]))
     if damage == "cut short":
-        path.write_bytes(path.read_bytes()[:-100])
+        blob_path.write_bytes(blob[:-100])
     elif damage == "not json":
-        path.write_bytes(b"{" + header[:1000] + b"\n" + blob)
+        path.write_bytes(b"{" + header[:1000])
     elif damage == "foreign envelope":
         data["toolc"] = "sha256:0"
-        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+        path.write_bytes(orjson.dumps(data))
     elif damage == "a definition altered":  # same length, so only the blob's hash can tell
-        path.write_bytes(header + b"\n" + blob.replace(b'"description"', b'"descriptioN"', 1))
+        blob_path.write_bytes(blob.replace(b'"description"', b'"descriptioN"', 1))
+    elif damage == "blob missing":
+        blob_path.unlink()
     elif damage == "one entry damaged":
         data["payload"][first]["lowered"] = {"name": 3}
-        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+        path.write_bytes(orjson.dumps(data))
     elif damage == "an entry out of bounds":
         data["payload"][first]["at"][0] = len(blob) + 5
-        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+        path.write_bytes(orjson.dumps(data))
     else:
         data["key"] = "settings of another project"
-        path.write_bytes(orjson.dumps(data) + b"\n" + blob)
+        path.write_bytes(orjson.dumps(data))
     lowered.clear()
     build, again = compile_into(spec, out)
     assert again == cold
     assert lowered, "what the damaged file held is lowered again"
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
-    whole_file = ("cut short", "not json", "foreign envelope", "a definition altered")
+    whole_file = ("cut short", "not json", "foreign envelope", "a definition altered", "blob missing")
     assert len(notes) == (1 if damage in whole_file else 0), notes
 
 

@@ -3,7 +3,6 @@ beside the output, and the interrupt still reaches the command (which answers ex
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,11 @@ def test_an_interrupted_save_leaves_no_partial_file(tmp_path: Path, monkeypatch:
     assert not store.cache_path(out_dir, "probe").exists()
 
 
-def test_an_interrupted_blob_copy_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_blob_save_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out_dir, blob = tmp_path / "out", tmp_path / "tools.json"
     blob.write_bytes(b"[]" * 1000)
-    monkeypatch.setattr(shutil, "copyfileobj", interrupt)
+    monkeypatch.setattr(Path, "replace", interrupt)  # the blob linked in as a partial file, not yet in place
     with pytest.raises(KeyboardInterrupt):
         store.save_with_blob(out_dir, "probe", store.Entry("key", {}), blob)
     assert leftovers(out_dir) == []
-    assert not store.cache_path(out_dir, "probe", suffix=".bin").exists()
+    assert not store.cache_path(out_dir, "probe", suffix=".blob").exists()
