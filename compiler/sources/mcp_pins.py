@@ -102,8 +102,20 @@ def pin_hash(form: Mapping[str, Any]) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else encode(value)
+    """A value of the live server's as a diff shows it: inert (the diff reaches a terminal and the audit, so a
+    control, C1 or bidi character comes out escaped: `repr` for text, ASCII-only JSON for the rest), then cut."""
+    text = (
+        repr(value)
+        if isinstance(value, str)
+        else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    )
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + "…"
+
+
+def _inert(key: str) -> str:
+    """A key of the live server's, as a place in the diff shows it: escaped as `repr` escapes it when it holds a
+    character that is not printable."""
+    return key if key.isprintable() else repr(key)[1:-1]
 
 
 def _changes(path: str, old: Any, new: Any, out: list[str]) -> None:
@@ -111,7 +123,7 @@ def _changes(path: str, old: Any, new: Any, out: list[str]) -> None:
         return
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for key in sorted(set(old) | set(new)):
-            where = f"{path}/{key}" if path else str(key)
+            where = f"{path}/{_inert(str(key))}" if path else _inert(str(key))
             if key not in new:
                 out.append(f"{where}: removed (was {_shown(old[key])})")
             elif key not in old:

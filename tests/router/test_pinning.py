@@ -134,6 +134,20 @@ def test_a_diff_names_each_changed_place() -> None:
     ]
 
 
+def test_a_hostile_server_cannot_write_control_or_bidi_characters_into_the_diff() -> None:
+    """The diff is printed by `toolc check --live` to a terminal and audited: a property name or a value the live
+    server sends with an escape sequence (ESC, C1 CSI) or a bidi override comes out escaped, never raw."""
+    hostile = "\x1b[2J\x9b31m\u202egnp.exe"
+    before = pinned_form({"name": "t", "description": "d", "inputSchema": {"type": "object"}})
+    after = pinned_form({"name": "t", "description": "d", "inputSchema": {
+        "type": "object", "properties": {hostile: {"enum": [hostile]}}}, "annotations": {"title": hostile}})
+    lines = diff_lines(before, after)
+    assert [line.split(":")[0] for line in lines] == ["annotations/title", "inputSchema/properties", "title"]
+    for line in lines:
+        assert line.isprintable(), line
+        assert "\\x1b" in line or "\\u001b" in line
+
+
 def test_a_secret_the_server_echoes_is_compared_as_its_recorded_placeholder() -> None:
     """`toolc record` writes a value of the server's environment as `${NAME}`; the router puts the same
     placeholder back into the live listing first, so such a server is not refused for the secret it shows."""
