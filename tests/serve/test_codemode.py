@@ -13,10 +13,9 @@ from typing import Any
 
 import httpx2
 import pytest
-import yaml
 from mcp import Client, StdioServerParameters
 
-from tests.support.cli import run_toolc
+from tests.support.cli import compiled_project
 from tests.support.issues_api import issues_api
 from tests.support.paths import FIXTURES
 from tests.support.serve import audit_rows, serve_args, serve_env, serving_http
@@ -45,11 +44,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
               "openapi": [{"id": "issues", "path": str(FIXTURES / "openapi" / "issues.yaml"),
                            "base_url": "${ISSUES_API_URL}"}],
               "policy": {"deny_tools": ["openapi:issues:issues/create"]}}
-    path = folder / "toolc.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    result = run_toolc("compile", "-c", path)
-    assert result.exit_code == 0, result.stderr
-    return path
+    return compiled_project(folder, config)
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,13 @@ from typing import Any
 
 import httpx2
 import pytest
-import yaml
 from mcp import Client
 
 from compiler.codegen.router.serve import serve_file
 from compiler.config import Config, NamesConfig
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.servers.real import EVERYTHING, require_everything
-from tests.support.cli import run_toolc
+from tests.support.cli import compiled_project
 from tests.support.loopback import QuietHandler, loopback_http
 from tests.support.paths import FIXTURES, ROOT
 from tests.support.serve import serve_args, serve_env, serving_http
@@ -140,11 +139,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # is the output check; tests/router/test_pinning.py is pinning's).
         "gateway": {"pinning": {"off": ["strict"]}},
     }
-    path = folder / "toolc.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    result = run_toolc("compile", "-c", path)
-    assert result.exit_code == 0, result.stderr
-    return path
+    return compiled_project(folder, config)
 
 
 @pytest.fixture(scope="module")

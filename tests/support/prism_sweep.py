@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from mcp import Client
 
 from compiler.codegen.router.tables import env_name
-from tests.support.cli import run_toolc
+from tests.support.cli import compiled_project
 from tests.support.judge_examples import Examples, arguments_for, required_only
 from tests.support.serve import serving_http
 
@@ -197,9 +196,7 @@ def compile_sample(folder: Path, name: str, document_path: Path) -> Project:
     config = {"name": f"prism sweep {name}", "output": "out", "targets": ["openai-chat"],
               "openapi": [{"id": name, "path": str(document_path), "base_url": "${" + URL_VARIABLE + "}"}],
               "policy": {"admin_min_risk": None}}
-    (folder / "toolc.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = run_toolc("compile", "-c", folder / "toolc.yaml", "--quiet")
-    assert result.exit_code == 0, result.stderr[-3000:]
+    compiled_project(folder, config, "--quiet")
     catalog = json.loads((folder / "out" / "catalog.json").read_text())
     tools = {tool["id"]: tool for tool in catalog["tools"]}
     source = next(s for s in catalog["sources"] if s["id"] == name)
