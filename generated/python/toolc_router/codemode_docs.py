@@ -22,8 +22,6 @@ SEARCH_DOCS, EXECUTE = "toolc_search_docs", "toolc_execute_code"
 NAMES = frozenset({SEARCH_DOCS, EXECUTE})
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
-MAX_QUERY = 1_000
-"""Characters of a query read (a model's text must not grow a long-running server's work)."""
 STUB_HEADER = "from typing import Any, Literal\n\n"
 
 
@@ -91,7 +89,9 @@ def search(
     table = functions()
     found: list[Function] = []
     # Ranked past the limit so that hidden functions do not leave the answer short.
-    for qualified in _index().search(query[:MAX_QUERY], limit * 4):
+    for qualified in _index().search(
+        query, limit * 4
+    ):  # ranking reads a query's first MAX_QUERY chars
         function = table[qualified]
         if visible(function):
             found.append(function)
