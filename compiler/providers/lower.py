@@ -78,27 +78,44 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
     return lowered, tool_entry(lowered), lowered.losses
 
 
-def _apply_budget(result: TargetResult, budget: Budget, envs: dict[str, LowerEnv],
-                  prior: PriorLowerings | None) -> None:
-    """Strict tools share per-request limits; past them, tools are sent non-strict (TC421)."""
+def over_budget(result: TargetResult, budget: Budget) -> list[int]:
+    """Indexes in `result.lowered` of the strict tools past the per-request limits strict tools share, in order:
+    those are sent non-strict (TC421). Whether a tool is past them does not depend on how it lowers loose."""
     dialect = PROVIDERS[result.target]
     tools = optional = unions = 0
+    past: list[int] = []
     for index, item in enumerate(result.lowered):
         if not item.strict or item.parameters is None:
             continue
         extra_optional, extra_unions = dialect.strict_cost(item.parameters)
         if (tools + 1 > budget.strict_tools or optional + extra_optional > budget.optional_parameters
                 or unions + extra_unions > budget.union_parameters):
-            loose, entry, _diagnostics = _lower_or_reuse(result.target, item.tool, item.name, envs[item.tool.id],
-                                                       False, prior)
-            if loose is None or entry is None:
-                continue
-            result.lowered[index] = loose
-            result.entries[item.name] = entry
-            result.diagnostics.append(_diag(codes.STRICT_BUDGET, result.target,
-                                            f"sent non-strict: {budget.describe()}", item.tool))
+            past.append(index)
             continue
         tools, optional, unions = tools + 1, optional + extra_optional, unions + extra_unions
+    return past
+
+
+def send_loose(result: TargetResult, index: int, loose: Lowered | None, entry: JsonObject | None,
+               budget: Budget) -> None:
+    """Put the loose lowering of a tool past the strict budget in place of its strict one (kept when the tool
+    cannot be lowered loose)."""
+    if loose is None or entry is None:
+        return
+    item = result.lowered[index]
+    result.lowered[index] = loose
+    result.entries[item.name] = entry
+    result.diagnostics.append(_diag(codes.STRICT_BUDGET, result.target, f"sent non-strict: {budget.describe()}",
+                                    item.tool))
+
+
+def too_many_tools(result: TargetResult) -> None:
+    """TC420: more tools than one request of the target accepts."""
+    caps = PROVIDERS[result.target].caps
+    if caps.max_tools is not None and len(result.lowered) > caps.max_tools:
+        result.diagnostics.append(_diag(codes.TOO_MANY_TOOLS, result.target,
+                                        f"{len(result.lowered)} tools; a request accepts at most {caps.max_tools}: "
+                                        f"{caps.tools_advice}"))
 
 
 def _lower_or_reuse(target: str, tool: Tool, name: str, env: LowerEnv, strict: bool,
@@ -117,33 +134,49 @@ def _lower_or_reuse(target: str, tool: Tool, name: str, env: LowerEnv, strict: b
     return lowered, entry, diagnostics
 
 
+@dataclass(frozen=True)
+class TargetPlan:
+    """What is decided for a target before any tool is lowered: its provider names and whether strict is asked."""
+
+    target: str
+    names: dict[str, str]
+    """Tool id → provider name (a tool without one is not lowered for the target)."""
+    name_diagnostics: list[Diagnostic]
+    strict: bool
+
+
+def plan_target(catalog: Catalog, target: str, config: Config) -> TargetPlan:
+    names, diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
+    return TargetPlan(target, names, diagnostics, wants_strict(target, config))
+
+
 def lower_target(catalog: Catalog, resolver: RefResolver, target: str, config: Config,
                  cache: LoweringCache | None = None, prior: PriorLowerings | None = None) -> TargetResult:
     """`cache` carries results one target can reuse from another within a build (pass the same one); `prior`
-    gives back what the last compile lowered for a tool whose inputs did not change, and records the rest."""
+    gives back what the last compile lowered for a tool whose inputs did not change, and records the rest.
+    (A compile lowers its targets together, split by tools: `providers/slices.py`.)"""
+    plan = plan_target(catalog, target, config)
     result = TargetResult(target)
-    names, name_diagnostics = assign_names(catalog.tools, target, PROVIDERS[target].mangler, config.names)
-    result.diagnostics.extend(name_diagnostics)
-    strict = wants_strict(target, config)
+    result.diagnostics.extend(plan.name_diagnostics)
     options_text = options_key(config.providers)
     cache = LoweringCache() if cache is None else cache
     envs: dict[str, LowerEnv] = {}
     for tool in catalog.tools:
-        if tool.id not in names:
+        if tool.id not in plan.names:
             continue
         env = envs[tool.id] = lower_env(resolver, catalog.definitions_for(tool), config, cache,
                                         options_text=options_text)
-        lowered, entry, diagnostics = _lower_or_reuse(target, tool, names[tool.id], env, strict, prior)
+        lowered, entry, diagnostics = _lower_or_reuse(target, tool, plan.names[tool.id], env, plan.strict, prior)
         result.diagnostics.extend(diagnostics)
         if lowered is not None and entry is not None:
             result.lowered.append(lowered)
             result.entries[lowered.name] = entry
-    dialect = PROVIDERS[target]
-    if dialect.budget is not None and strict:
-        _apply_budget(result, dialect.budget, envs, prior)
-    caps = dialect.caps
-    if caps.max_tools is not None and len(result.lowered) > caps.max_tools:
-        result.diagnostics.append(_diag(codes.TOO_MANY_TOOLS, target,
-                                        f"{len(result.lowered)} tools; a request accepts at most {caps.max_tools}: "
-                                        f"{caps.tools_advice}"))
+    budget = PROVIDERS[target].budget
+    if budget is not None and plan.strict:
+        for index in over_budget(result, budget):
+            item = result.lowered[index]
+            loose, entry, _diagnostics = _lower_or_reuse(target, item.tool, item.name, envs[item.tool.id], False,
+                                                         prior)
+            send_loose(result, index, loose, entry, budget)
+    too_many_tools(result)
     return result

@@ -9,23 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from compiler.build import Build, Layout, TargetOutput
-from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.parallel import can_fork, cores, fork_each
 from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject
-from compiler.providers import tokens
-from compiler.providers.dialect import LoweringCache
-from compiler.providers.lower import lower_target
+from compiler.providers.dialect import Budget
+from compiler.providers.lower import (
+    TargetPlan,
+    TargetResult,
+    over_budget,
+    plan_target,
+    send_loose,
+    too_many_tools,
+)
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.reuse import PriorLowerings
+from compiler.providers.slices import Request, SlicedLowering, placements
 from compiler.providers.spans import write_array
 
 
@@ -41,8 +45,7 @@ def definitions_of(target: str, tools: list[JsonObject]) -> list[JsonObject]:
 
 @dataclass(frozen=True)
 class _Emitted:
-    """One target's output, as values that cross a process boundary cheaply: the tools array itself stays in
-    the spool file the worker wrote (`tools_path`), never pickled back."""
+    """One target's output: the tools array itself stays in the spool file it was written to (`tools_path`)."""
 
     target: str
     tools_path: str
@@ -84,36 +87,6 @@ class _Definitions(Mapping[str, JsonObject]):
         return len(self._ids)
 
 
-# Lowering 1,000+ tools takes ~0.3 s per target: targets are independent, so a big catalog lowers on every core.
-# Targets that share a lowering memo (the two OpenAI wire formats) stay in one group. Each group runs in a forked
-# child of its own (`parallel.fork_each`): the catalog is inherited (frozen out of the cyclic GC by the pipeline,
-# so its pages stay shared), never pickled; each child sends back only its group's names, digests and
-# diagnostics, and ends, so its memory does not stay behind for the next group.
-PARALLEL_MIN_TOOLS = 300
-
-
-def _lower_group(build: Build, targets: tuple[str, ...]) -> list[_Emitted]:
-    cache = LoweringCache()
-    emitted: list[_Emitted] = []
-    for target in targets:
-        before = len(build.diagnostics)
-        prior = None if build.ir_hashes is None or build.out_dir is None else \
-            PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics)
-        result = lower_target(build.catalog, build.resolver, target, build.config, cache, prior)
-        ordered = sorted(result.lowered, key=lambda item: item.tool.id)
-        path = build.files.spool_dir() / f"{target}.tools.json"
-        digests, layout = write_array(path, target, ordered, prior.reused(ordered) if prior is not None else None)
-        if prior is not None:
-            prior.save(ordered, path, layout, digests)
-        summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
-                   "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
-        # The resolver reports into the build's sink: take what this target added along with the lowering's own.
-        found = [*build.diagnostics.items[before:], *result.diagnostics]
-        del build.diagnostics.items[before:]
-        emitted.append(_Emitted(target, str(path), layout, result.name_map(), digests, summary, found))
-        del result, ordered
-    return emitted
-
 def fits_one_request(target: str, tools: int) -> bool:
     """Whether `tools` definitions fit one request of `target` (its tool limit): decides, once, whether
     `schemas/<target>.json` holds them or the discovery form (the fit stage, TC771)."""
@@ -121,35 +94,80 @@ def fits_one_request(target: str, tools: int) -> bool:
     return limit is None or tools <= limit
 
 
-def _groups(targets: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """Targets of one dialect family in one group, in order of first appearance."""
-    groups: dict[str, list[str]] = {}
-    for target in targets:
-        groups.setdefault(PROVIDERS[target].group, []).append(target)
-    return [tuple(group) for group in groups.values()]
+def _prior(build: Build, target: str) -> PriorLowerings | None:
+    if build.ir_hashes is None or build.out_dir is None:
+        return None
+    return PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics)
 
 
 def _lower_all(build: Build) -> list[_Emitted]:
-    groups = _groups(build.targets)
-    workers = min(len(groups), cores())
-    if workers <= 1 or len(build.catalog.tools) < PARALLEL_MIN_TOOLS or not can_fork():  # no target: nothing loads
-        found: list[_Emitted] = []
-        for group in groups:
-            for item in _lower_group(build, group):
-                build.progress.step(f"lowered {item.target}")
-                found.append(item)
-        return found
+    """Every target lowered together (split by tools, `slices.py`): all tools; then, loose, the strict tools past
+    a target's per-request budget; then each target's tools file written from what its lowerings placed."""
+    plans = {target: plan_target(build.catalog, target, build.config) for target in build.targets}
+    priors = {target: _prior(build, target) for target in build.targets}
+    lowering = SlicedLowering(build, plans, priors)
+    try:
+        results, resolver_found = _first_round(build, plans, lowering)
+        _strict_budgets(build, plans, lowering, results, resolver_found)
+        emitted = []
+        for target in build.targets:
+            emitted.append(_written(build, results[target], resolver_found[target], priors[target]))
+            build.progress.step(f"lowered {target}")
+        return emitted
+    finally:
+        lowering.close()
 
-    build.files.spool_dir()  # made before forking: every child writes into the same folder
-    tokens.preload()  # loaded once before forking: every child counts tokens with the parent's tokenizer
 
-    def lowered(_index: int, items: list[_Emitted]) -> None:
-        for item in items:
-            build.progress.step(f"lowered {item.target}")
+def _first_round(build: Build, plans: Mapping[str, TargetPlan], lowering: SlicedLowering
+                 ) -> tuple[dict[str, TargetResult], dict[str, list[Diagnostic]]]:
+    """Every named tool for every target (as strict as the target wants), gathered per target in catalog order."""
+    requests = [Request(index, plan.target, plan.strict) for plan in plans.values()
+                for index, tool in enumerate(build.catalog.tools) if tool.id in plan.names]
+    results = {target: TargetResult(target) for target in plans}
+    resolver_found: dict[str, list[Diagnostic]] = {target: [] for target in plans}
+    for target, plan in plans.items():
+        results[target].diagnostics.extend(plan.name_diagnostics)
+    for request, outcome in zip(requests, lowering.lower(requests), strict=True):
+        result = results[request.target]
+        resolver_found[request.target].extend(outcome.resolver_diagnostics)
+        result.diagnostics.extend(outcome.diagnostics)
+        if outcome.lowered is not None and outcome.entry is not None:
+            result.lowered.append(outcome.lowered)
+            result.entries[outcome.lowered.name] = outcome.entry
+    return results, resolver_found
 
-    tasks = [partial(_lower_group, build, group) for group in groups]
-    results = fork_each(tasks, workers, budget_mb=limits.worker_budget(), done=lowered)
-    return [item for group in results for item in group]  # merged in group order, whatever finished first
+
+def _strict_budgets(build: Build, plans: Mapping[str, TargetPlan], lowering: SlicedLowering,
+                    results: Mapping[str, TargetResult], resolver_found: Mapping[str, list[Diagnostic]]) -> None:
+    """Strict tools share per-request limits: past them, a tool is lowered again loose and sent so (TC421)."""
+    index_of = {tool.id: index for index, tool in enumerate(build.catalog.tools)}
+    past: list[tuple[str, int, Budget]] = []
+    for target, plan in plans.items():
+        budget = PROVIDERS[target].budget
+        if budget is not None and plan.strict:
+            past.extend((target, position, budget) for position in over_budget(results[target], budget))
+    requests = [Request(index_of[results[target].lowered[position].tool.id], target, False)
+                for target, position, _budget in past]
+    for (target, position, budget), outcome in zip(past, lowering.lower(requests), strict=True):
+        resolver_found[target].extend(outcome.resolver_diagnostics)
+        send_loose(results[target], position, outcome.lowered, outcome.entry, budget)
+    for result in results.values():
+        too_many_tools(result)
+
+
+def _written(build: Build, result: TargetResult, resolver_found: list[Diagnostic],
+             prior: PriorLowerings | None) -> _Emitted:
+    """One target's tools file, written from its lowerings' placed bytes, and what the rest of the compile needs."""
+    target = result.target
+    ordered = sorted(result.lowered, key=lambda item: item.tool.id)
+    path = build.files.spool_dir() / f"{target}.tools.json"
+    digests, layout = write_array(path, target, ordered, placements(prior, ordered))
+    if prior is not None:
+        prior.save(ordered, path, layout, digests)
+    summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
+               "bytes": path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
+    return _Emitted(target, str(path), layout, result.name_map(), digests, summary,
+                    [*resolver_found, *result.diagnostics])
 
 
 def emit_providers(build: Build) -> dict[str, TargetOutput]:

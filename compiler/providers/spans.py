@@ -77,22 +77,20 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered],
                 known: Mapping[str, Placed] | None = None) -> tuple[dict[str, str], Layout]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
     array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout.
-    `known`: definitions the lowering cache gave back, as the last compile placed and measured them (copied, never
-    encoded or counted again)."""
+    `known`: definitions already placed and measured (by the lowering cache, or by the worker that lowered them:
+    copied, never encoded or counted again)."""
     known = known or {}
     if not ordered:
         path.write_bytes(empty(target))
         return {}, Layout(target, {}, "sha256:" + hashlib.sha256(empty(target)).hexdigest())
     shape = frame(target)
-    indent = b"\n" + shape.pad
-    ends = tokens.line_count(shape.pad + b"{") + tokens.line_count(shape.pad + b"}")
     digests: dict[str, str] = {}
     spans: dict[str, Span] = {}
     with path.open("wb") as handle:
         out = _HashedWriter(handle)
         out.write(shape.head)
         for index, item in enumerate(ordered):
-            placed = known.get(item.tool.id) or _place(item, target, shape.pad, indent, ends)
+            placed = known.get(item.tool.id) or place(item, target)
             digests[item.tool.id] = placed.measure.digest
             if index:
                 out.write(shape.sep)
@@ -115,14 +113,22 @@ class _HashedWriter:
         self.offset += len(content)
 
 
-def _place(item: Lowered, target: str, pad: bytes, indent: bytes, ends: int) -> Placed:
+@cache
+def _line_ends(target: str) -> int:
+    """Tokens of a definition's first and last line as indented in the array (`Measure.inner` leaves them out)."""
+    pad = frame(target).pad
+    return tokens.line_count(pad + b"{") + tokens.line_count(pad + b"}")
+
+
+def place(item: Lowered, target: str) -> Placed:
     """A definition as it sits in the array (its lines indented to the array's column) and its measure."""
     alone = orjson.dumps(item.definition, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
     if b"\n" not in alone[:-1]:
         raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
+    pad = frame(target).pad
     own, padded = tokens.count_padded(alone, pad)
     digest = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
-    return Placed(alone[:-1].replace(b"\n", indent), Measure(digest, own, padded - ends))
+    return Placed(alone[:-1].replace(b"\n", b"\n" + pad), Measure(digest, own, padded - _line_ends(target)))
 
 
 def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> Iterator[bytes]:

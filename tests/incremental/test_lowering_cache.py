@@ -21,7 +21,7 @@ from compiler.incremental import identity, store
 from compiler.infra.diagnostics import Severity
 from compiler.infra.output import read_tree
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
-from compiler.providers import lower
+from compiler.providers import lower, slices
 from compiler.providers import reuse as lowering
 from tests.support.synthetic import synthetic_openapi
 
@@ -49,6 +49,7 @@ def lowered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(target, tool, *args, **kwargs)
 
     monkeypatch.setattr(lower, "lower_tool", counting)
+    monkeypatch.setattr(slices, "lower_tool", counting)  # a compile lowers its targets together, by slices of tools
     return seen
 
 

@@ -1,0 +1,255 @@
+"""Lowering split by tools: a build's targets lowered side by side, each worker taking a slice of the tools.
+
+One tool lowered for four targets repeats work that one process does once when it lowers them together: the
+resolver sizes and inlines the tool's schema once for both inlining targets (its memo), the malformed check runs
+once, and the targets of one family share their lowered parameters and validator memos (`LoweringCache`). Split by
+target, each worker did that work again, and three target groups never balanced over two cores. Split by tools,
+dealt out in turn (a run of big tools lands on every worker), they do.
+
+A worker places each definition as it will sit in the target's tools array (`spans.place`: encoded, indented,
+hashed and counted once) into a spool file of its own per target, and sends back a small record per lowering
+(`Made`); the parent decides what only the whole catalog can decide (the strict budget, the tool limit) and
+writes each target's tools file from the spools, copying bytes (`spans.write_array` with `known`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+import orjson
+
+from compiler.build import Build
+from compiler.infra import limits
+from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.parallel import can_fork, cores, fork_each
+from compiler.ir import JsonObject, Tool
+from compiler.providers import tokens
+from compiler.providers.dialect import Lowered, LoweringCache, lower_env, options_key
+from compiler.providers.lower import TargetPlan, lower_tool
+from compiler.providers.reuse import Outcome, PriorLowerings
+from compiler.providers.spans import Measure, Placed, place
+
+# Forking pays when the work outweighs starting the workers and sending their records back.
+PARALLEL_MIN_TOOLS = 300
+
+
+class Request(NamedTuple):
+    """One lowering to make: a tool for a target, strict asked for or not."""
+
+    position: int
+    """The tool's index in `catalog.tools`."""
+    target: str
+    strict: bool
+
+
+class Kept(NamedTuple):
+    """What the parent needs of a worker's `Lowered`, and where the worker put its definition."""
+
+    name: str
+    strict: bool
+    parameters: JsonObject | None
+    """Only a strict lowering's (the strict budget and the lowering cache read those); None otherwise."""
+    problems: list[tuple[str, str]]
+    renamed_keys: dict[str, str]
+    arg_shape: JsonObject | None
+    arg_defs: JsonObject
+    offset: int
+    length: int
+    measure: Measure
+
+
+class Made(NamedTuple):
+    """One lowering as it crosses back from a worker: `lower.lower_tool`'s result and what the resolver reported
+    meanwhile, the definition left in the spool file."""
+
+    request: Request
+    kept: Kept | None
+    entry: JsonObject | None
+    diagnostics: list[Diagnostic]
+    resolver_diagnostics: list[Diagnostic]
+
+
+def spool_path(spool: Path, target: str) -> Path:
+    return spool.with_name(f"{spool.name}.{target}.json")
+
+
+def lower_slice(build: Build, plans: Mapping[str, TargetPlan], requests: Sequence[Request], spool: Path,
+                cache: LoweringCache) -> list[Made]:
+    """Lower `requests` in this process, one `cache` for every target; each target's definitions go to its own
+    spool file (`spool_path`), in request order."""
+    sink = build.resolver.diagnostics
+    options_text = options_key(build.config.providers)
+    made: list[Made] = []
+    files: dict[str, BinaryIO] = {}
+    try:
+        for request in requests:
+            tool = build.catalog.tools[request.position]
+            out = files.get(request.target)
+            if out is None:
+                out = files[request.target] = spool_path(spool, request.target).open("wb")
+            env = lower_env(build.resolver, build.catalog.definitions_for(tool), build.config, cache,
+                            options_text=options_text)
+            before = len(sink)
+            lowered, entry, diagnostics = lower_tool(request.target, tool, plans[request.target].names[tool.id], env,
+                                                     strict=request.strict)
+            kept = None if lowered is None else _spool(lowered, request.target, out)
+            made.append(Made(request, kept, entry, diagnostics, sink.items[before:]))
+    finally:
+        for handle in files.values():
+            handle.close()
+    return made
+
+
+def _spool(lowered: Lowered, target: str, out: BinaryIO) -> Kept:
+    placed = place(lowered, target)
+    offset = out.tell()
+    out.write(placed.content)
+    return Kept(lowered.name, lowered.strict, lowered.parameters if lowered.strict else None, lowered.problems,
+                lowered.renamed_keys, lowered.arg_shape, lowered.arg_defs, offset, len(placed.content),
+                placed.measure)
+
+
+class SpooledLowered(Lowered):
+    """A lowering a worker made, as the parent holds it: its definition is the bytes the worker placed in a spool
+    file, read (and decoded) only when something asks. `parameters` is only a strict lowering's."""
+
+    def __init__(self, tool: Tool, kept: Kept, losses: list[Diagnostic], spool: BinaryIO) -> None:
+        self._spool, self._offset, self._length, self._measure = spool, kept.offset, kept.length, kept.measure
+        super().__init__(tool=tool, name=kept.name, definition={}, parameters=kept.parameters, strict=kept.strict,
+                         losses=losses, problems=kept.problems, renamed_keys=kept.renamed_keys,
+                         arg_shape=kept.arg_shape, arg_defs=kept.arg_defs)
+
+    @property
+    def placed(self) -> Placed:
+        self._spool.seek(self._offset)
+        return Placed(self._spool.read(self._length), self._measure)
+
+    @property
+    def definition(self) -> JsonObject:
+        decoded: JsonObject = orjson.loads(self.placed.content)
+        return decoded
+
+    @definition.setter
+    def definition(self, value: JsonObject) -> None:
+        """Set by the dataclass's `__init__` (empty): the spooled bytes are the definition."""
+
+    @property
+    def parameters(self) -> JsonObject | None:
+        if not self.strict:
+            raise AttributeError(f"{self.tool.id}: a loose lowering's parameters are not sent back from its worker")
+        return self._parameters
+
+    @parameters.setter
+    def parameters(self, value: JsonObject | None) -> None:
+        self._parameters = value
+
+
+class Placements(Mapping[str, Placed]):
+    """Tool id → its definition's bytes and measure, for the lowerings that have them already (the lowering
+    cache's and the workers'), read from their files only as `write_array` reaches each."""
+
+    def __init__(self, ordered: Sequence[Lowered], reused: Mapping[str, Placed]) -> None:
+        self._reused = reused
+        self._spooled = {item.tool.id: item for item in ordered if isinstance(item, SpooledLowered)}
+
+    def __getitem__(self, tool_id: str) -> Placed:
+        found = self._reused.get(tool_id)
+        return found if found is not None else self._spooled[tool_id].placed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._reused, **self._spooled})
+
+    def __len__(self) -> int:
+        return len({**self._reused, **self._spooled})
+
+
+class SlicedLowering:
+    """A build's lowerings for every target, asked for in rounds (every tool; then, loose, those past a strict
+    budget): each request is the lowering cache's (`PriorLowerings`) or lowered, on every core for a big catalog.
+    `close()` when the tools files are written."""
+
+    def __init__(self, build: Build, plans: Mapping[str, TargetPlan],
+                 priors: Mapping[str, PriorLowerings | None]) -> None:
+        self._build, self._plans, self._priors = build, plans, priors
+        self._cache = LoweringCache()
+        """The in-process slices' (kept across rounds, as the resolver's memo is); a forked worker's copy starts
+        empty and goes with it."""
+        self._mark = len(build.resolver.diagnostics)
+        self._spools: list[BinaryIO] = []
+        self._rounds = 0
+
+    def lower(self, requests: Sequence[Request]) -> list[Outcome]:
+        """An outcome per request, in order. Requests for one target come in catalog order."""
+        tools = self._build.catalog.tools
+        outcomes: list[Outcome | None] = []
+        missing: list[int] = []
+        for at, request in enumerate(requests):
+            prior = self._priors[request.target]
+            tool = tools[request.position]
+            found = prior.get(tool, self._plans[request.target].names[tool.id], request.strict) if prior else None
+            outcomes.append(found)
+            if found is None:
+                missing.append(at)
+        made = self._lower_missing([requests[at] for at in missing])
+        for at, (item, handles) in zip(missing, made, strict=True):
+            tool = tools[item.request.position]
+            outcome = outcomes[at] = _outcome(tool, item, handles)
+            prior = self._priors[item.request.target]
+            if prior is not None:
+                prior.put(tool, self._plans[item.request.target].names[tool.id], item.request.strict, outcome)
+        done = [outcome for outcome in outcomes if outcome is not None]
+        if len(done) != len(requests):
+            raise RuntimeError("a lowering request got no outcome")  # every miss is lowered: never happens
+        return done
+
+    def close(self) -> None:
+        """Close the spool files (their lowerings' definitions can no longer be read) and take back from the
+        resolver's sink what in-process slices reported there (each outcome carries its own)."""
+        for handle in self._spools:
+            handle.close()
+            Path(handle.name).unlink(missing_ok=True)
+        del self._build.resolver.diagnostics.items[self._mark:]
+
+    def _lower_missing(self, requests: Sequence[Request]) -> list[tuple[Made, dict[str, BinaryIO]]]:
+        """`requests` lowered, in order, each with the spool files its definition is in: in this process, or
+        dealt out to forked workers by tool."""
+        self._rounds += 1
+        spool = self._build.files.spool_dir() / f"lowering-{self._rounds}"
+        distinct = sorted({request.position for request in requests})
+        workers = min(cores(), len(distinct))
+        if workers <= 1 or len(distinct) < PARALLEL_MIN_TOOLS or not can_fork():
+            slices = [list(requests)]
+            found = [lower_slice(self._build, self._plans, requests, spool, self._cache)]
+        else:
+            turn = {index: position % workers for position, index in enumerate(distinct)}
+            slices = [[request for request in requests if turn[request.position] == worker] for worker in range(workers)]
+            tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's tokenizer
+            tasks = [partial(lower_slice, self._build, self._plans, part, spool.with_name(f"{spool.name}-{worker}"),
+                             self._cache) for worker, part in enumerate(slices)]
+            found = fork_each(tasks, workers, budget_mb=limits.worker_budget())
+        spools = [spool] if len(slices) == 1 else [spool.with_name(f"{spool.name}-{k}") for k in range(len(slices))]
+        by_request: dict[Request, tuple[Made, dict[str, BinaryIO]]] = {}
+        for part, made in zip(spools, found, strict=True):
+            handles = self._open(part, {item.request.target for item in made if item.kept is not None})
+            by_request.update((item.request, (item, handles)) for item in made)
+        return [by_request[request] for request in requests]
+
+    def _open(self, spool: Path, targets: set[str]) -> dict[str, BinaryIO]:
+        handles: dict[str, BinaryIO] = {target: spool_path(spool, target).open("rb") for target in sorted(targets)}
+        self._spools.extend(handles.values())
+        return handles
+
+
+def _outcome(tool: Tool, item: Made, handles: Mapping[str, BinaryIO]) -> Outcome:
+    lowered = None
+    if item.kept is not None:
+        lowered = SpooledLowered(tool, item.kept, item.diagnostics, handles[item.request.target])
+    return Outcome(lowered, item.entry, item.diagnostics, item.resolver_diagnostics)
+
+
+def placements(prior: PriorLowerings | None, ordered: Sequence[Lowered]) -> Placements:
+    """`Placements` for a target's final lowerings: the cache's (`PriorLowerings.reused`) and the workers'."""
+    return Placements(ordered, prior.reused(ordered) if prior is not None else {})
