@@ -101,6 +101,8 @@ class Checked:
     def __init__(self) -> None:
         self.ids: set[int] = set()
         self.pins: list[Any] = []
+        self.last_limits: tuple[Any, list[Any]] | None = None
+        """The last schema whose schema-wide limits were measured, and its violations (`validate.limits_of`)."""
 
 
 NodePass = Callable[[JsonObject, str, Lowering], JsonObject]

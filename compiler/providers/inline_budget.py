@@ -43,6 +43,8 @@ class InlineSizer:
         self.budget = budget
         self.max_depth = max_depth
         self._fits: dict[str, bool] = {}
+        self._tools: dict[str, tuple[Tool, bool]] = {}
+        """Tool id → the tool and its verdict: every target that inlines asks (and the strict budget asks again)."""
 
     def _definition_fits(self, ref: str) -> bool:
         found = self._fits.get(ref)
@@ -52,7 +54,14 @@ class InlineSizer:
         return found
 
     def over(self, tool: Tool) -> bool:
-        schema = tool.input_schema
+        known = self._tools.get(tool.id)
+        if known is not None and known[0] is tool:
+            return known[1]
+        verdict = self._over(tool.input_schema)
+        self._tools[tool.id] = (tool, verdict)
+        return verdict
+
+    def _over(self, schema: JsonObject) -> bool:
         own = "$defs" in schema or "definitions" in schema  # own definitions may shadow shared names
         if not own and not all(self._definition_fits(ref) for ref in sorted(set(_named_refs(schema)))):
             return True

@@ -57,10 +57,10 @@ from compiler.providers.validate import (
     check_nodes,
     closed_objects,
     formats,
+    limits_of,
     name_rule,
     ref_alone,
     root_object,
-    strict_limits,
     strict_objects,
     typed_items,
     well_formed,
@@ -279,7 +279,7 @@ def _validate_function(definition: Mapping[str, Any], dialect: OpenAIDialect) ->
     found += root_object(parameters, base + "/parameters", combinators=not strict)
     found += check_nodes(parameters, STRICT_RULES if strict else LOOSE_RULES, base + "/parameters")
     if strict and isinstance(parameters, Mapping):
-        found += [Violation(base + "/parameters" + v.pointer, v.rule, v.message) for v in strict_limits(parameters)]
+        found += [Violation(base + "/parameters" + v.pointer, v.rule, v.message) for v in limits_of(parameters)]
     return found
 
 

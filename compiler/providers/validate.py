@@ -220,6 +220,19 @@ def strict_limits(schema: Node) -> Iterator[Violation]:
             yield from _v("", f"limit-{name}", f"{value} > {limit}")
 
 
+def limits_of(schema: Node) -> list[Violation]:
+    """`strict_limits`, measured once for the same schema checked again in a row: Chat Completions and Responses
+    (one family) check the same lowered parameters one after the other."""
+    checked = _CHECKED.get()
+    if checked is not None and checked.last_limits is not None and checked.last_limits[0] is schema:
+        known: list[Violation] = checked.last_limits[1]
+        return known
+    found = list(strict_limits(schema))
+    if checked is not None:
+        checked.last_limits = (schema, found)
+    return found
+
+
 # --- definition rules ---------------------------------------------------------------------------------------
 
 

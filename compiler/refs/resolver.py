@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from compiler.infra import limits
 from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
@@ -34,6 +34,18 @@ class _Memo:
         self.defs = defs
         self.bundled: dict[bool, BundleMemo] = {False: {}, True: {}}
         self.inlined: dict[bool, InlineMemo] = {False: {}, True: {}}
+
+
+class _Inlining(NamedTuple):
+    """One `inline` call: its arguments (`key`: depth, source and tool), its result and what it reported that the
+    same call made again would report again."""
+
+    schema: JsonObject
+    defs: Mapping[str, JsonObject]
+    key: tuple[int, str, str]
+    result: JsonObject
+    replay: list[tuple[str, str, str]]
+    """(code, message, pointer) of each diagnostic reported without a once-key."""
 
 
 def _deeper_than(root: Any, limit: int) -> bool:
@@ -71,6 +83,8 @@ class RefResolver:
         self._memos: dict[int, _Memo] = {}
         self._once: set[Hashable] = set()
         self._calls = 0
+        self._last_inlining: _Inlining | None = None
+        """The last `inline` call: the targets of one tool, lowered one after another, ask for it again."""
 
     # -- files ------------------------------------------------------------------------------------------
 
@@ -118,8 +132,8 @@ class RefResolver:
         recursion kept; `$ref` siblings kept (2020-12 style). Exact semantics are preserved."""
         scope = Scope(schema, defs, legacy=is_legacy(schema))
         memo = self._memo(defs).bundled[scope.legacy] if defs else None
-        walker = Bundler(scope, self._reporter(source, tool), memo)
-        return self._run(walker, schema, source, tool)
+        report = self._reporter(source, tool)
+        return self._run(Bundler(scope, report, memo), schema, report)
 
     def inline(
         self,
@@ -131,22 +145,23 @@ class RefResolver:
         tool: str = "",
     ) -> JsonObject:
         """No `$ref` at all; recursion unrolled to `max_depth` then pruned (TC205); fan-out bounded (TC207)."""
+        depth = self.max_depth if max_depth is None else max_depth
+        last = self._last_inlining
+        if last is not None and last.schema is schema and last.defs is defs and last.key == (depth, source, tool):
+            for code, message, pointer in last.replay:
+                self._emit(code, message, source=source, tool=tool, pointer=pointer)
+            return last.result
         scope = Scope(schema, defs, legacy=is_legacy(schema))
         memo = self._memo(defs).inlined[scope.legacy] if defs else None
-        depth = self.max_depth if max_depth is None else max_depth
-        walker = Inliner(
-            scope,
-            self._reporter(source, tool),
-            memo,
-            max_depth=depth,
-            node_budget=self.node_budget,
-            once=(source, tool),
-        )
-        result = self._run(walker, schema, source, tool)
+        replay: list[tuple[str, str, str]] = []
+        report = self._reporter(source, tool, replay)
+        walker = Inliner(scope, report, memo, max_depth=depth, node_budget=self.node_budget, once=(source, tool))
+        result = self._run(walker, schema, report)
         if _deeper_than(result, codes.MAX_OUTPUT_DEPTH):
-            self._emit(codes.TOO_DEEP, f"the inlined schema nests deeper than {codes.MAX_OUTPUT_DEPTH} levels; "
-                       "replaced by {}", source=source, tool=tool, pointer="")
-            return {}
+            report(codes.TOO_DEEP, f"the inlined schema nests deeper than {codes.MAX_OUTPUT_DEPTH} levels; "
+                   "replaced by {}", "", None)
+            result = {}
+        self._last_inlining = _Inlining(schema, defs, (depth, source, tool), result, replay)
         return result
 
     def inlined_size(
@@ -179,7 +194,7 @@ class RefResolver:
 
     # -- internals --------------------------------------------------------------------------------------
 
-    def _run(self, walker: Walker, schema: JsonObject, source: str, tool: str) -> JsonObject:
+    def _run(self, walker: Walker, schema: JsonObject, report: Report) -> JsonObject:
         self._calls += 1
         if self._calls % _BUDGET_EVERY == 0 and limits.over_budget():
             # Resolution is where a compile grows (every tool of every target); the pipeline turns this into
@@ -188,9 +203,7 @@ class RefResolver:
         try:
             result: JsonObject = walker.run(schema)
         except RecursionError:  # a safety net: the walkers' own depth limit should always come first
-            self._emit(
-                codes.TOO_DEEP, "schema nesting too deep to resolve", source=source, tool=tool, pointer=""
-            )
+            report(codes.TOO_DEEP, "schema nesting too deep to resolve", "", None)
             return {}
         return result
 
@@ -202,13 +215,17 @@ class RefResolver:
             memo = self._memos[id(defs)] = _Memo(defs)
         return memo
 
-    def _reporter(self, source: str, tool: str) -> Report:
+    def _reporter(self, source: str, tool: str, replay: list[tuple[str, str, str]] | None = None) -> Report:
+        """`replay` collects what the same call made again would report (what is reported once is not)."""
+
         def report(code: str, message: str, pointer: str, once: Hashable | None) -> bool:
             if once is not None:
                 key = (code, once)
                 if key in self._once:
                     return False
                 self._once.add(key)
+            elif replay is not None:
+                replay.append((code, message, pointer))
             self._emit(code, message, source=source, tool=tool, pointer=pointer)
             return True
 

@@ -220,3 +220,30 @@ def test_lost_refs_follow_definitions_through_chains_and_cycles() -> None:
     assert found.of({"$ref": "#/$defs/A"}) == found.of({"$ref": "#/$defs/D"}) == "'gone.yaml#/X'"
     assert found.of({"properties": {"c": {"$ref": "#/$defs/C"}, "f": {"$ref": "#/$defs/F"}}}) is None
     assert found.of({"type": "object", "properties": {"own": lost}}) == "'gone.yaml#/X'"
+
+
+def test_inlining_the_same_schema_again_reports_what_a_fresh_walk_would() -> None:
+    """The resolver keeps its last inlining (a tool's targets that inline ask one after another): asked again, it
+    gives the same result and reports again what a walk reports every time (a cut budget), not what it reports
+    once per tool (a pruned recursion)."""
+    defs = {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"},
+                                                       "a": {"type": "string"}, "b": {"type": "string"}}}}
+    schema = {"type": "object", "properties": {"head": {"$ref": "#/$defs/Node"}, "tail": {"$ref": "#/$defs/Node"}}}
+    other = {"type": "object", "properties": {"x": {"$ref": "#/$defs/Node"}}}
+
+    def calls(between: bool) -> tuple[list[Any], list[tuple[str, str, str]]]:
+        sink = Diagnostics()
+        resolver = RefResolver(sink, max_depth=2, node_budget=12)
+        results = [resolver.inline(schema, defs, source="s", tool="t")]
+        if between:
+            resolver.inline(other, defs, source="s", tool="u")
+        results.append(resolver.inline(schema, defs, source="s", tool="t"))
+        return results, [(d.code, d.pointer, d.message) for d in sink if d.tool == "t"]
+
+    (first, again), kept = calls(between=False)
+    (fresh_first, fresh_again), walked = calls(between=True)
+    assert again is first and fresh_again is not fresh_first  # the second ask was not walked again
+    assert again == fresh_again == first
+    assert kept == walked
+    codes = [code for code, _pointer, _message in kept]
+    assert codes == ["TC205", "TC207", "TC207"]  # the recursion pruned once per tool; the budget cut every walk
