@@ -201,7 +201,7 @@ class Dialect(ABC):
     target: ClassVar[str]
     """The target's name in project files, `--target` and `schemas/<target>.json` (one of `compiler.targets`)."""
     family: ClassVar[str] = ""
-    """Targets of one family share lowered parameters, validator memos and a worker (default: the target)."""
+    """Targets of one family share lowered parameters and validator memos (default: the target)."""
     caps: ClassVar[Capabilities]
     mangler: ClassVar[Mangler]
     """Name rules: what a tool name becomes for this provider (`names.py`)."""

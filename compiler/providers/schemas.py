@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from compiler.build import Build, Layout, TargetOutput
+from compiler.infra.collector import paused_then_frozen
 from compiler.infra.diagnostics import Diagnostic
 from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject
@@ -173,6 +174,11 @@ def _written(build: Build, result: TargetResult, resolver_found: list[Diagnostic
 def emit_providers(build: Build) -> dict[str, TargetOutput]:
     """Lower every target, add `schemas/<target>.json` (when its tools fit one request) and `.names.json`,
     and hand on each target's output."""
+    with paused_then_frozen():  # forked workers inherit the pause
+        return _emit(build)
+
+
+def _emit(build: Build) -> dict[str, TargetOutput]:
     outputs: dict[str, TargetOutput] = {}
     by_target = {item.target: item for item in _lower_all(build)}
     seen: set[Diagnostic] = set()

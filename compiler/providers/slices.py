@@ -34,6 +34,9 @@ from compiler.providers.spans import Measure, Placed, place
 
 # Forking pays when the work outweighs starting the workers and sending their records back.
 PARALLEL_MIN_TOOLS = 300
+WARM_STRIDE = 8
+"""Before forking, this process lowers every 8th tool: the memos it fills (shared definitions resolved, lowered,
+checked and counted) are the workers' from the start, where each worker used to build them all again."""
 
 
 class Request(NamedTuple):
@@ -79,7 +82,8 @@ def spool_path(spool: Path, target: str) -> Path:
 def lower_slice(build: Build, plans: Mapping[str, TargetPlan], requests: Sequence[Request], spool: Path,
                 cache: LoweringCache) -> list[Made]:
     """Lower `requests` in this process, one `cache` for every target; each target's definitions go to its own
-    spool file (`spool_path`), in request order."""
+    spool file (`spool_path`), in request order. A tool's requests come one after another (the resolver keeps its
+    last inlining: a tool's targets that inline share it)."""
     sink = build.resolver.diagnostics
     options_text = options_key(build.config.providers)
     made: list[Made] = []
@@ -214,23 +218,24 @@ class SlicedLowering:
         del self._build.resolver.diagnostics.items[self._mark:]
 
     def _lower_missing(self, requests: Sequence[Request]) -> list[tuple[Made, dict[str, BinaryIO]]]:
-        """`requests` lowered, in order, each with the spool files its definition is in: in this process, or
-        dealt out to forked workers by tool."""
+        """`requests` lowered, in order, each with the spool files its definition is in: in this process, or,
+        for many tools, a share here first (which fills the memos: the shared definitions resolved, lowered,
+        validated and counted once) and the rest dealt out by tool to forked workers, which inherit the memos."""
         self._rounds += 1
         spool = self._build.files.spool_dir() / f"lowering-{self._rounds}"
+        order = {target: rank for rank, target in enumerate(self._plans)}
+        by_tool = sorted(requests, key=lambda request: (request.position, order[request.target]))
         distinct = sorted({request.position for request in requests})
         workers = min(cores(), len(distinct))
-        if workers <= 1 or len(distinct) < PARALLEL_MIN_TOOLS or not can_fork():
-            slices = [list(requests)]
-            found = [lower_slice(self._build, self._plans, requests, spool, self._cache)]
-        else:
-            turn = {index: position % workers for position, index in enumerate(distinct)}
-            slices = [[request for request in requests if turn[request.position] == worker] for worker in range(workers)]
+        parallel = workers > 1 and len(distinct) >= PARALLEL_MIN_TOOLS and can_fork()
+        parts = _deal(by_tool, distinct, workers) if parallel else [by_tool]
+        spools = [spool.with_name(f"{spool.name}-{k}") for k in range(len(parts))]
+        found = [lower_slice(self._build, self._plans, parts[0], spools[0], self._cache)]
+        if len(parts) > 1:
             tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's tokenizer
-            tasks = [partial(lower_slice, self._build, self._plans, part, spool.with_name(f"{spool.name}-{worker}"),
-                             self._cache) for worker, part in enumerate(slices)]
-            found = fork_each(tasks, workers, budget_mb=limits.worker_budget())
-        spools = [spool] if len(slices) == 1 else [spool.with_name(f"{spool.name}-{k}") for k in range(len(slices))]
+            tasks = [partial(lower_slice, self._build, self._plans, part, path, self._cache)
+                     for part, path in zip(parts[1:], spools[1:], strict=True)]
+            found.extend(fork_each(tasks, workers, budget_mb=limits.worker_budget()))
         by_request: dict[Request, tuple[Made, dict[str, BinaryIO]]] = {}
         for part, made in zip(spools, found, strict=True):
             handles = self._open(part, {item.request.target for item in made if item.kept is not None})
@@ -241,6 +246,18 @@ class SlicedLowering:
         handles: dict[str, BinaryIO] = {target: spool_path(spool, target).open("rb") for target in sorted(targets)}
         self._spools.extend(handles.values())
         return handles
+
+
+def _deal(requests: Sequence[Request], tools: Sequence[int], workers: int) -> list[list[Request]]:
+    """The share lowered here first (every `WARM_STRIDE`th tool: spread over the catalog, it reaches most shared
+    definitions), then one slice per worker (the other tools dealt in turn: a run of big tools lands on every
+    worker). A tool's requests stay together, in the order given."""
+    warm = set(tools[::WARM_STRIDE])
+    turn = {tool: index % workers for index, tool in enumerate(tool for tool in tools if tool not in warm)}
+    parts: list[list[Request]] = [[] for _ in range(workers + 1)]
+    for request in requests:
+        parts[0 if request.position in warm else 1 + turn[request.position]].append(request)
+    return parts
 
 
 def _outcome(tool: Tool, item: Made, handles: Mapping[str, BinaryIO]) -> Outcome:

@@ -1,0 +1,111 @@
+"""Lowering split by tools (`compiler.providers.slices`): every target of a tool is lowered in one process, so
+what the targets share is done once per tool (sizing and inlining its schema, the OpenAI family's schema-wide
+limits), and the output is the same bytes whether the slices run here or in forked workers."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.build import Build
+from compiler.config import Config
+from compiler.infra.output import read_tree
+from compiler.infra.parallel import can_fork, fork_each
+from compiler.pipeline import adhoc_inputs, compile_project, write_build
+from compiler.providers import codes, inline_budget, slices, validate
+from compiler.refs import inliner
+from tests.support.synthetic import synthetic_openapi
+
+TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+def _config(root: Path) -> Config:
+    base = Config(root=root)
+    return base.model_copy(update={"codegen": False,
+                                   "providers": base.providers.model_copy(update={"anthropic_strict": True})})
+
+
+def _compile(tmp_path: Path, name: str, jobs: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Build, dict[str, bytes]]:
+    spec = tmp_path / "api.json"
+    if not spec.exists():
+        spec.write_text(json.dumps(synthetic_openapi(60, oversize=True)))
+    monkeypatch.setenv("TOOLC_JOBS", jobs)
+    out = tmp_path / name / "out"
+    build = compile_project(_config(tmp_path), adhoc_inputs([spec], tmp_path), targets=TARGETS, out_dir=out)
+    write_build(build, out)
+    build.files.release_spool()
+    return build, read_tree(out)
+
+
+def _diagnostics(build: Build) -> list[str]:
+    return sorted(json.dumps(diagnostic.to_json()) for diagnostic in build.diagnostics)
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> Counter[int]:
+    """Calls of `owner.name`, by the identity of their first argument after self (or their first)."""
+    calls: Counter[int] = Counter()
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[id(args[1] if isinstance(owner, type) else args[0])] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_each_tool_is_sized_inlined_and_limit_checked_once_for_all_its_targets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sized = _counting(monkeypatch, inline_budget.InlineSizer, "_over")
+    inlined = _counting(monkeypatch, inliner.Inliner, "run")
+    limited = _counting(monkeypatch, validate, "strict_limits")
+    build, files = _compile(tmp_path, "serial", "1", monkeypatch)
+    assert "schemas/anthropic.names.json" in files and "schemas/gemini.names.json" in files
+    schemas = [id(tool.input_schema) for tool in build.catalog.tools]
+    # Anthropic and Gemini both inline: each tool's schema is sized once, and walked once to inline it (its
+    # sizing walk is counted too: two walks per schema, where sizing and inlining for each target made four);
+    # the tools past Anthropic's strict budget are inlined again when lowered loose in the second round, and
+    # the one over the inlining budget, found so from its definitions' sizes, is never walked whole.
+    assert [sized[schema] for schema in schemas] == [1] * len(schemas)
+    relowered = {d.tool for d in build.diagnostics if d.code == codes.STRICT_BUDGET}
+    shared = {d.tool for d in build.diagnostics if d.code == codes.SHARED_DEFS}
+    assert relowered and shared == {"openapi:api:putWideTree"}
+    assert [inlined[id(tool.input_schema)] for tool in build.catalog.tools] == \
+        [0 if tool.id in shared else 3 if tool.id in relowered else 2 for tool in build.catalog.tools]
+    # Chat Completions and Responses check the same strict parameters: their limits are measured once.
+    assert limited and max(limited.values()) == 1
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    dealt: list[list[slices.Request]] = []
+    real = fork_each
+
+    def recording(tasks: Any, workers: int, **kwargs: Any) -> Any:
+        dealt.extend(task.args[2] for task in tasks)
+        return real(tasks, workers, **kwargs)
+
+    monkeypatch.setattr(slices, "fork_each", recording)
+    monkeypatch.setattr(slices, "PARALLEL_MIN_TOOLS", 10)
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
+    assert forked == serial
+    assert _diagnostics(forked_build) == _diagnostics(serial_build)
+    # Two rounds (every tool; then, loose, Anthropic's strict tools past its budget), each with a share lowered
+    # here first (every WARM_STRIDE-th tool: it fills the memos the workers inherit), the rest dealt to two
+    # workers by tool: a tool's targets all in one slice, the slices even.
+    assert len(dealt) == 4
+    for part in dealt:
+        assert part == sorted(part, key=lambda request: (request.position, TARGETS.index(request.target)))
+    first = [{request.position for request in part} for part in dealt[:2]]
+    everything = range(len(serial_build.catalog.tools))
+    assert not first[0] & first[1] and abs(len(first[0]) - len(first[1])) <= 1
+    assert first[0] | first[1] == set(everything) - set(everything[::slices.WARM_STRIDE])
+    assert all(set(Counter(request.position for request in part).values()) == {len(TARGETS)} for part in dealt[:2])
+    assert all(not request.strict and request.target == "anthropic" for part in dealt[2:] for request in part)
