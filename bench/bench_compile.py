@@ -2,7 +2,8 @@
 and jsonref full inlining of the same files, in one run, with ratios.
 
     .venv/bin/python bench/bench_compile.py [--runs 3] [--targets all]
-    .venv/bin/python bench/bench_compile.py --stages [--runs 3] [--jobs 1] [--spec PATH ...]
+    .venv/bin/python bench/bench_compile.py --stages [--runs 3] [--jobs 1] [--spec PATH ...] [--case CASE]
+                                                   [--before DIR]
     .venv/bin/python bench/bench_compile.py --fixed-costs [--before DIR] [--runs 5] [--peer-runs 1]
 
 Targets (issue 2, catalog only: `--target none --no-codegen`): GitHub ≤ 1.5 s and ≤ 250 MB; Stripe ≤ 0.7 s.
@@ -13,7 +14,8 @@ the fit, python/, toolc.lock) and writing the output, for three cases per docume
 without codegen, and the full compile. Each figure is the best of `--runs`, wall and CPU seconds (CPU counts
 this process and the workers it forked and waited for: on a busy machine, CPU is the steadier figure). What the
 process spends outside the stages (interpreter start-up, and its teardown at exit) is the whole run's wall time
-minus the stages.
+minus the stages. `--case` keeps only the cases named; `--before DIR` profiles that checkout's compile right
+after this one's, case by case (the same load for both).
 
 `--fixed-costs` (issue 27) prints the issue's table: toolc on GitHub and Stripe (four targets, no stubs), Stripe's
 catalog only and `toolc --help`, each beside the floor (a fresh Python that loads and dumps the same document with
@@ -96,8 +98,9 @@ print(json.dumps({"tools": len(build.catalog.tools), "times": times}))
 """
 
 
-def stage_profile(spec: Path, case: str, runs: int, jobs: str | None) -> tuple[dict[str, tuple[float, float]], float]:
-    """Best of `runs` per stage (wall s, CPU s), and the best whole-process wall time."""
+def stage_profile(spec: Path, case: str, runs: int, jobs: str | None,
+                  root: Path = ROOT) -> tuple[dict[str, tuple[float, float]], float]:
+    """Best of `runs` per stage (wall s, CPU s), and the best whole-process wall time, of the toolc in `root`."""
     targets, codegen = STAGE_CASES[case]
     env = {**os.environ, "PYTHONHASHSEED": "0", **({"TOOLC_JOBS": jobs} if jobs else {})}
     best: dict[str, tuple[float, float]] = {}
@@ -107,7 +110,7 @@ def stage_profile(spec: Path, case: str, runs: int, jobs: str | None) -> tuple[d
             started = time.perf_counter()
             run = subprocess.run([PYTHON, "-c", STAGES_RUN, str(spec), str(Path(scratch) / "out"),
                                   "-" if targets is None else targets, "1" if codegen else "0"],
-                                 capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+                                 capture_output=True, text=True, cwd=root, env=env, check=False)
             best_total = min(best_total, time.perf_counter() - started)
         if run.returncode != 0:
             raise SystemExit(f"{spec.name} ({case}) failed: {run.stderr[-800:]}")
@@ -129,11 +132,13 @@ def print_stages(name: str, case: str, stages: dict[str, tuple[float, float]], t
 
 def main_stages(args: argparse.Namespace) -> None:
     specs = [Path(spec) for spec in args.spec] or list(INPUTS.values())
+    roots = {"": ROOT, **({"before: ": Path(args.before).resolve()} if args.before else {})}
     for spec in specs:
-        for case in STAGE_CASES:
-            stages, total = stage_profile(spec, case, args.runs, args.jobs)
-            print_stages(spec.name, case, stages, total)
-            sys.stdout.flush()
+        for case in args.case or STAGE_CASES:
+            for label, root in roots.items():  # one after the other, under the same load
+                stages, total = stage_profile(spec, case, args.runs, args.jobs, root)
+                print_stages(label + spec.name, case, stages, total)
+                sys.stdout.flush()
 
 
 FIXED_COST_CASES = {
@@ -201,7 +206,8 @@ def main() -> None:
     parser.add_argument("--jobs", help="TOOLC_JOBS for --stages (default: unset, every core)")
     parser.add_argument("--spec", action="append", default=[], help="a document for --stages (default: both)")
     parser.add_argument("--fixed-costs", action="store_true", help="the table of issue 27 instead")
-    parser.add_argument("--before", help="with --fixed-costs: a checkout of an earlier toolc to run beside this one")
+    parser.add_argument("--before", help="a checkout of an earlier toolc to run beside this one")
+    parser.add_argument("--case", action="append", choices=list(STAGE_CASES), help="--stages: only this case")
     parser.add_argument("--peer-runs", type=int, default=1)
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
