@@ -11,6 +11,7 @@ what it was made from.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import shutil
@@ -63,9 +64,22 @@ def _read(path: Path, diagnostics: Diagnostics) -> bytes | None:
         return None
 
 
+def _decode(raw: bytes) -> Any:
+    """`orjson.loads` with the cyclic GC paused: a cache file is millions of small acyclic containers (Microsoft
+    Graph's lowering index: 25 MB), and the collections their allocation sets off would triple the load's time.
+    Decoded JSON holds no cycle, so nothing is left for the collector to find later."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return orjson.loads(raw)
+    finally:
+        if paused:
+            gc.enable()
+
+
 def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: Callable[[Any], bool]) -> Entry | None:
     try:
-        data = orjson.loads(raw)
+        data = _decode(raw)
     except orjson.JSONDecodeError:
         _ignored(diagnostics, path, "not JSON (corrupted)")
         return None
