@@ -40,14 +40,19 @@ def test_an_interrupted_blob_save_leaves_no_partial_file(tmp_path: Path, monkeyp
     assert not store.cache_path(out_dir, "probe", suffix=".blob").exists()
 
 
-def test_a_cache_file_is_decoded_with_the_collector_paused_and_left_as_it_was(tmp_path: Path,
+def test_a_cache_file_is_decoded_with_the_collector_paused_then_frozen(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     out_dir = tmp_path / "out"
     store.save(out_dir, "probe", store.Entry("key", {"a": [1, 2]}))
     seen: list[bool] = []
     real = store.orjson.loads
     monkeypatch.setattr(store.orjson, "loads", lambda raw: seen.append(gc.isenabled()) or real(raw))
-    entry = store.load(out_dir, "probe", Diagnostics())
+    gc.unfreeze()
+    try:
+        entry = store.load(out_dir, "probe", Diagnostics())
+        assert gc.get_freeze_count() > 0, "what was decoded is out of the collector's generations"
+    finally:
+        gc.unfreeze()
     assert entry is not None and entry.payload == {"a": [1, 2]}
     assert seen == [False], "decoded while the cyclic collector is paused"
     assert gc.isenabled()
