@@ -17,6 +17,9 @@ process spends outside the stages (interpreter start-up, and its teardown at exi
 minus the stages. `--case` keeps only the cases named; `--before DIR` profiles that checkout's compile right
 after this one's, case by case (the same load for both).
 
+`--stages --changed` times the stages of a recompile instead: the document compiled once (not timed), then before
+each run one operation's description changed and the same output folder compiled again, its cache in place.
+
 `--fixed-costs` (issue 27) prints the issue's table: toolc on GitHub and Stripe (four targets, no stubs), Stripe's
 catalog only and `toolc --help`, each beside the floor (a fresh Python that loads and dumps the same document with
 `json`) and FastMCP `from_openapi` (its venv as `bench_providers.py` makes it), all in one run; with `--before DIR`
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_incremental import change_description
 from harness import FASTMCP_RUN, PYTHON, ROOT, Measurement, measure, peer_venv, precompile, print_table
 
 INPUTS = {
@@ -45,6 +50,9 @@ INPUTS = {
 
 STAGE_CASES = {"catalog only": ("", False), "4 targets, no codegen": (None, False), "full": (None, True)}
 """Case → (--target value, None for the project's default of all four; codegen)."""
+CHANGED = "full, one description changed"
+"""With `--changed`: a full compile (not timed) leaves its cache, then before each timed run one operation's
+description changes (`bench_incremental.change_description`) and the same output folder is compiled again."""
 
 # One compile in this fresh process, timed per stage through the pipeline's own progress reports.
 STAGES_RUN = r"""
@@ -101,23 +109,36 @@ print(json.dumps({"tools": len(build.catalog.tools), "times": times}))
 def stage_profile(spec: Path, case: str, runs: int, jobs: str | None,
                   root: Path = ROOT) -> tuple[dict[str, tuple[float, float]], float]:
     """Best of `runs` per stage (wall s, CPU s), and the best whole-process wall time, of the toolc in `root`."""
-    targets, codegen = STAGE_CASES[case]
+    targets, codegen = STAGE_CASES["full" if case == CHANGED else case]
     env = {**os.environ, "PYTHONHASHSEED": "0", **({"TOOLC_JOBS": jobs} if jobs else {})}
     best: dict[str, tuple[float, float]] = {}
     best_total = float("inf")
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as scratch:
-            started = time.perf_counter()
-            run = subprocess.run([PYTHON, "-c", STAGES_RUN, str(spec), str(Path(scratch) / "out"),
-                                  "-" if targets is None else targets, "1" if codegen else "0"],
-                                 capture_output=True, text=True, cwd=root, env=env, check=False)
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "out"
+        if case == CHANGED:  # the document is edited in place: a copy of it, and a compile that leaves a cache
+            spec = Path(shutil.copyfile(spec, Path(scratch) / spec.name))
+            _stage_run(spec, out, targets, codegen, env, root)
+        for index in range(runs):
+            if case == CHANGED:
+                change_description(spec, index)
+            started = time.perf_counter()  # a cold case compiles into a folder of its own each time: no cache
+            folder = out if case == CHANGED else out.with_name(f"out{index}")
+            times = _stage_run(spec, folder, targets, codegen, env, root)
             best_total = min(best_total, time.perf_counter() - started)
-        if run.returncode != 0:
-            raise SystemExit(f"{spec.name} ({case}) failed: {run.stderr[-800:]}")
-        for stage, (wall, cpu) in json.loads(run.stdout.strip().splitlines()[-1])["times"].items():
-            old = best.get(stage, (float("inf"), float("inf")))
-            best[stage] = (min(old[0], wall), min(old[1], cpu))
+            for stage, (wall, cpu) in times.items():
+                old = best.get(stage, (float("inf"), float("inf")))
+                best[stage] = (min(old[0], wall), min(old[1], cpu))
     return best, best_total
+
+
+def _stage_run(spec: Path, out: Path, targets: str | None, codegen: bool, env: dict[str, str],
+               root: Path = ROOT) -> dict[str, tuple[float, float]]:
+    run = subprocess.run([PYTHON, "-c", STAGES_RUN, str(spec), str(out), "-" if targets is None else targets,
+                          "1" if codegen else "0"], capture_output=True, text=True, cwd=root, env=env, check=False)
+    if run.returncode != 0:
+        raise SystemExit(f"{spec.name} failed: {run.stderr[-800:]}")
+    times: dict[str, tuple[float, float]] = json.loads(run.stdout.strip().splitlines()[-1])["times"]
+    return times
 
 
 def print_stages(name: str, case: str, stages: dict[str, tuple[float, float]], total: float) -> None:
@@ -134,7 +155,7 @@ def main_stages(args: argparse.Namespace) -> None:
     specs = [Path(spec) for spec in args.spec] or list(INPUTS.values())
     roots = {"": ROOT, **({"before: ": Path(args.before).resolve()} if args.before else {})}
     for spec in specs:
-        for case in args.case or STAGE_CASES:
+        for case in [CHANGED] if args.changed else args.case or STAGE_CASES:
             for label, root in roots.items():  # one after the other, under the same load
                 stages, total = stage_profile(spec, case, args.runs, args.jobs, root)
                 print_stages(label + spec.name, case, stages, total)
@@ -205,6 +226,8 @@ def main() -> None:
     parser.add_argument("--stages", action="store_true", help="time each stage of one compile instead")
     parser.add_argument("--jobs", help="TOOLC_JOBS for --stages (default: unset, every core)")
     parser.add_argument("--spec", action="append", default=[], help="a document for --stages (default: both)")
+    parser.add_argument("--changed", action="store_true",
+                        help="with --stages: a full recompile after one changed description, per stage")
     parser.add_argument("--fixed-costs", action="store_true", help="the table of issue 27 instead")
     parser.add_argument("--before", help="a checkout of an earlier toolc to run beside this one")
     parser.add_argument("--case", action="append", choices=list(STAGE_CASES), help="--stages: only this case")

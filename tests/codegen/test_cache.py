@@ -84,3 +84,15 @@ def test_a_changed_registry_of_codes_invalidates_the_cache(tmp_path: Path, monke
     before = cache.generator_identity.__wrapped__()
     copy.write_text(copy.read_text().replace('Code("TC604", INFO', 'Code("TC604", WARNING'))
     assert cache.generator_identity.__wrapped__() != before
+
+
+def test_the_fingerprint_hashes_the_catalog_file_instead_of_encoding_the_ir_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog stage already encoded the IR (`catalog.json`): the fingerprint hashes those bytes, and so
+    still tells one description from another."""
+    build = compile_project(Config(root=Path.cwd()), adhoc_inputs(INPUTS[:1], Path.cwd()), out_dir=tmp_path / "a")
+    monkeypatch.setattr(cache, "catalog_to_json", lambda catalog: pytest.fail("the IR encoded a second time"))
+    key = cache.fingerprint(build)
+    del build.files["catalog.json"]
+    build.files["catalog.json"] = b'{"format": "another catalog"}'
+    assert cache.fingerprint(build) != key

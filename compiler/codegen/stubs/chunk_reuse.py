@@ -12,6 +12,7 @@ One file per output folder (`.toolc-cache/<output>.models.json`), holding only t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,16 @@ class ModelChunkCache:
     def put(self, key: str, header: str, module: ModelsModule) -> None:
         if module.code.startswith(header):
             self._now[key] = _encode(module, header)
+
+    def taken(self) -> frozenset[str]:
+        """The keys of the chunks this compile has used so far."""
+        return frozenset(self._now)
+
+    def carry(self, keys: Iterable[str]) -> None:
+        """Keep the last compile's chunks of `keys` for the next one (their models were reused whole)."""
+        for key in keys:
+            if key in self._previous:
+                self._now[key] = self._previous[key]
 
     def save(self) -> None:
         store.save(self._out_dir, KIND, store.Entry(_VERSION, self._now))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from compiler.codegen.env import render
 from compiler.codegen.stubs.literals import check_module, docstring_literal
@@ -35,6 +35,9 @@ PIECE = 256
 PARALLEL_MIN_STUBS = 2000
 """From this many stubs the pieces are rendered in worker processes (below, a fork costs more than it saves)."""
 _EMPTY_MODELS = ModelsModule(code="", fields={}, local_names=frozenset(), imports={})
+
+Piece = tuple[str, dict[str, tuple[str, str]], bool]
+"""One piece's text, the imports its annotations need (alias → module, name) and whether it returns ToolResult."""
 
 
 @dataclass(frozen=True)
@@ -63,42 +66,63 @@ class _Job:
     allow_calls: frozenset[str]
 
 
+class PieceCache(Protocol):
+    """The pieces of the last compile (`package_reuse.PieceReuse`), each by what it is made from."""
+
+    def get(self, stubs: Sequence[Stub]) -> Piece | None: ...
+
+    def put(self, stubs: Sequence[Stub], piece: Piece) -> None: ...
+
+
 _forked: _Job | None = None
 """What a forked worker reads (inherited from the parent's memory, never pickled)."""
 
 
-def functions(stubs: Sequence[Stub], models: GeneratedModels, *, filename: str,
-              allow_calls: frozenset[str]) -> Functions:
-    """The rendered and checked functions of `stubs`. Raises `literals.UnsafeModule` for a piece that fails."""
-    global _forked
+def functions(stubs: Sequence[Stub], models: GeneratedModels, *, filename: str, allow_calls: frozenset[str],
+              cache: PieceCache | None = None) -> Functions:
+    """The rendered and checked functions of `stubs`, each piece from `cache` when it has it (checked when it
+    was made). Raises `literals.UnsafeModule` for a piece that fails."""
     job = _Job(stubs, models, filename, allow_calls)
     starts = range(0, len(stubs), PIECE)
-    workers = min(cores(), len(starts))
-    if workers <= 1 or len(stubs) < PARALLEL_MIN_STUBS or not can_fork():
-        pieces = [_piece(job, start) for start in starts]
-    else:
-        _forked = job
-        gc.freeze()  # what the workers read stays out of their collections, so its pages stay shared
-        try:
-            with ProcessPoolExecutor(max_workers=workers, mp_context=start_context(),
-                                     initializer=limits.cap_worker, initargs=(limits.worker_budget(),)) as pool:
-                pieces = list(pool.map(_forked_piece, starts))
-        except BrokenProcessPool as exc:  # a worker was killed: the kernel's answer to memory running out
-            raise MemoryError(f"a stub worker process died: {exc}") from exc
-        finally:
-            _forked = None
+    found = {start: piece for start in starts
+             if cache is not None and (piece := cache.get(stubs[start:start + PIECE])) is not None}
+    missing = [start for start in starts if start not in found]
+    for start, piece in zip(missing, _render(job, missing), strict=True):
+        found[start] = piece
+        if cache is not None:
+            cache.put(stubs[start:start + PIECE], piece)
+    pieces = [found[start] for start in starts]
     imports = Imports()
     for piece in pieces:
         imports.needed.update(piece[1])
     return Functions("".join(piece[0] for piece in pieces), imports, any(piece[2] for piece in pieces))
 
 
-def _forked_piece(start: int) -> tuple[str, dict[str, tuple[str, str]], bool]:
+def _render(job: _Job, starts: Sequence[int]) -> list[Piece]:
+    """The pieces from `starts`, in order, in worker processes when there are many stubs to render."""
+    global _forked
+    workers = min(cores(), len(starts))
+    count = sum(len(job.stubs[start:start + PIECE]) for start in starts)
+    if workers <= 1 or count < PARALLEL_MIN_STUBS or not can_fork():
+        return [_piece(job, start) for start in starts]
+    _forked = job
+    gc.freeze()  # what the workers read stays out of their collections, so its pages stay shared
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=start_context(),
+                                 initializer=limits.cap_worker, initargs=(limits.worker_budget(),)) as pool:
+            return list(pool.map(_forked_piece, starts))
+    except BrokenProcessPool as exc:  # a worker was killed: the kernel's answer to memory running out
+        raise MemoryError(f"a stub worker process died: {exc}") from exc
+    finally:
+        _forked = None
+
+
+def _forked_piece(start: int) -> Piece:
     assert _forked is not None, "a piece worker runs forked from functions()"
     return _piece(_forked, start)
 
 
-def _piece(job: _Job, start: int) -> tuple[str, dict[str, tuple[str, str]], bool]:
+def _piece(job: _Job, start: int) -> Piece:
     """(text, imports needed, uses ToolResult) of the stubs from `start`, checked as a module of their own."""
     stubs = job.stubs[start:start + PIECE]
     imports = Imports()
