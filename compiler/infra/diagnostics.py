@@ -16,6 +16,7 @@ generated from it):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,15 @@ class Diagnostic:
 
     def __post_init__(self) -> None:
         codes.check_severity(self.code, self.severity)
+        # Notes repeat their messages by the hundred thousand (Microsoft Graph: 236,000 notes, 14,000 messages):
+        # one shared string per message is what a compile holds, and what a worker's pickle carries back once.
+        object.__setattr__(self, "message", sys.intern(self.message))
+
+    def __reduce__(self) -> tuple[type[Diagnostic], tuple[str, Severity, str, str, str, str, str]]:
+        """Pickled as its fields (workers send their diagnostics back): the dataclass default goes through
+        `fields()` and one `__setattr__` per field, twice the time for a quarter of a million notes."""
+        return Diagnostic, (self.code, self.severity, self.message, self.source, self.tool, self.pointer,
+                            self.provider)
 
     @classmethod
     def of(cls, code: str, message: str, *, severity: Severity | None = None, source: str = "", tool: str = "",
