@@ -146,13 +146,13 @@ class Diagnostics:
         return len(self.items)
 
 
-_PARTICULARS = re.compile(r"'[^']*'|\"[^\"]*\"|\d[\d,.]*")
+_PARTICULARS = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d[\d,.]*")
 
 
 def reason(message: str) -> str:
-    """`message` without its particulars (quoted names and numbers, each written `…`): what notes of one kind
-    share. `name 'a' written as 'b'` and `name 'c' written as 'd'` are one reason, `dropped readOnly` and
-    `dropped discriminator` two."""
+    """`message` without its particulars (quoted names and numbers, each written `…`; a code such as TC771 or a
+    name such as o200k stays): what notes of one kind share. `name 'a' written as 'b'` and `name 'c' written as
+    'd'` are one reason, `dropped readOnly` and `dropped discriminator` two."""
     return _PARTICULARS.sub("…", message)
 
 
