@@ -86,7 +86,7 @@ def test_policy_patterns_that_match_no_tool_are_warned_as_the_router_matches_the
 
 
 def test_a_project_without_policy_patterns_folds_no_tool_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Folding every tool's id and name is what matching the patterns costs (0.3 s on Microsoft Graph's 11,422
+    """Folding every tool's id and name is what matching the patterns costs (0.12 s on Microsoft Graph's 11,422
     tools): with no pattern to match, none is folded."""
     def unwanted(text: str) -> str:
         raise AssertionError(f"folded {text!r} with no pattern to match")
