@@ -220,6 +220,8 @@ def unmatched_policy_patterns(tools: Iterable[Tool], lists: Mapping[str, Iterabl
     """(key, index, pattern) of every pattern in `lists` that matches no tool, matched as the generated router
     matches it: `allow_tools` exactly, `deny_tools` and `admin_tools` also case-folded (the safe side), and
     `deny_side_effect_tags` against the tools' side-effect tags."""
+    if not any(lists.values()):
+        return []  # the common case: no names to check (folding every tool id and name: 0.12 s on Graph)
     tools = list(tools)
     names = [(tool.id, tool.name) for tool in tools]
     folded = [tuple(_fold(name) for name in pair) for pair in names]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import asdict, fields
 
-from compiler.infra.diagnostics import Diagnostic, Severity
+from compiler.infra.diagnostics import Diagnostic, Severity, reason
 
 
 def test_to_json_is_every_field_in_order_with_the_severity_as_text() -> None:
@@ -14,3 +15,20 @@ def test_to_json_is_every_field_in_order_with_the_severity_as_text() -> None:
     assert list(data) == [field.name for field in fields(Diagnostic)]
     assert data == {**asdict(diagnostic), "severity": "warning"}
     assert Diagnostic(**{**data, "severity": Severity(data["severity"])}) == diagnostic
+
+
+def test_notes_with_one_message_hold_one_string_and_pickle_it_once() -> None:
+    """A big API's notes repeat a few thousand messages hundreds of thousands of times; workers pickle them back."""
+    made = [Diagnostic.of("TC402", "".join(["dropped readOnly", " (annotations, not for the model)"]),
+                          source="g.json", tool=f"openapi:g:op{i}", pointer="/properties/id", provider="gemini")
+            for i in range(100)]
+    assert all(diagnostic.message is made[0].message for diagnostic in made)
+    back = pickle.loads(pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == made and all(diagnostic.message is back[0].message for diagnostic in back)
+
+
+def test_a_reason_is_the_message_without_its_names_and_numbers() -> None:
+    assert reason("name 'a.b' written as 'a_b'") == reason('name "c" written as "d"') == "name … written as …"
+    assert reason("11422 tools; at most 128: forms that fit (TC771), o200k tokens") == \
+        "… tools; at most …: forms that fit (TC771), o200k tokens"
+    assert reason("dropped readOnly") != reason("dropped discriminator")

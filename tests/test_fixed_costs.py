@@ -12,6 +12,9 @@ from pathlib import Path
 import click
 
 from compiler.cli import SUMMARIES, main
+from compiler.incremental.project import output_hashes
+from compiler.infra.loading import file_digest
+from compiler.infra.output import FileSet
 from tests.support.paths import FIXTURES
 
 SMALL_API = FIXTURES / "openapi" / "params.yaml"
@@ -127,3 +130,18 @@ def test_help_imports_no_command() -> None:
             "print(json.dumps(['serve ' in shown, sorted(m for m in sys.modules if m.startswith('compiler.commands.')"
             " or m in ('numpy', 'jsonschema', 'jinja2', 'mcp'))]))")
     assert _fresh(code) == [True, []]
+
+
+def test_a_file_written_in_pieces_is_hashed_as_it_is_written() -> None:
+    """The project record takes every output file's sha256; a spooled file cut out of others (Microsoft Graph's
+    toolsets: 600 MB) is hashed on its way out, never read back for it."""
+    files = FileSet()
+    pieces = [bytes([i]) * (FileSet.SPOOL_MIN // 3) for i in range(5)]
+    try:
+        files.write_chunks("schemas/big.json", iter(pieces))
+        files.write_chunks("schemas/small.json", iter([b"{}", b"\n"]))
+        whole = b"".join(pieces)
+        assert files.known_digest("schemas/big.json") == file_digest(whole) == output_hashes(files)["schemas/big.json"]
+        assert files["schemas/big.json"] == whole and files["schemas/small.json"] == b"{}\n"
+    finally:
+        files.release_spool()

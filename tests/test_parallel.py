@@ -3,6 +3,7 @@ give the same bytes and the same diagnostics as one process: results never depen
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -50,6 +51,26 @@ def test_one_process_and_several_give_the_same_output(tmp_path: Path) -> None:
 def test_background_hands_back_its_value() -> None:
     payload = {"big": b"x" * (3 << 20), "list": [1, 2, 3]}  # bigger than a pipe's buffer: it travels as a file
     assert Background(lambda: payload).result() == payload
+
+
+class _Note:
+    """A container the collector tracks, as it tracks a `Diagnostic`."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def test_a_result_is_kept_out_of_the_collectors_generations_until_the_compile_unfreezes() -> None:
+    """A worker's result is a stage's output, alive to the end of the compile: frozen as it is unpickled, the
+    collections after it never rescan it (Microsoft Graph's 236,000 loss notes: 1.2 s of the parent's CPU)."""
+    gc.collect()
+    try:
+        notes = Background(lambda: [_Note(i) for i in range(1000)]).result()
+        tracked = {id(found) for generation in range(3) for found in gc.get_objects(generation)}
+        assert gc.isenabled() and not any(id(note) in tracked for note in notes)
+    finally:
+        gc.unfreeze()
+    assert all(gc.is_tracked(note) for note in notes)
 
 
 def test_background_raises_the_childs_exception_in_the_parent() -> None:

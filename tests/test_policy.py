@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from compiler import policy
 from compiler.ir import RiskLevel
 from compiler.policy import RiskAssessment, operation_risk, overridden
 from tests.support.cli import run_toolc
 from tests.support.paths import FIXTURES
+from tests.support.providers import make_tool
 
 LOW, MEDIUM, HIGH, CRITICAL = RiskLevel.LOW, RiskLevel.MEDIUM, RiskLevel.HIGH, RiskLevel.CRITICAL
 
@@ -81,6 +83,17 @@ def test_policy_patterns_that_match_no_tool_are_warned_as_the_router_matches_the
                       "/policy/deny_tools/0"]
     assert "'*delte*' matches no tool id or name" in result.stderr
     assert run_toolc("compile", "-c", tmp_path / "toolc.yaml", "--no-codegen", "--strict").exit_code == 1
+
+
+def test_a_project_without_policy_patterns_folds_no_tool_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folding every tool's id and name is what matching the patterns costs (0.12 s on Microsoft Graph's 11,422
+    tools): with no pattern to match, none is folded."""
+    def unwanted(text: str) -> str:
+        raise AssertionError(f"folded {text!r} with no pattern to match")
+
+    monkeypatch.setattr(policy, "_fold", unwanted)
+    tools = [make_tool({"type": "object"}, name=f"t{i}") for i in range(3)]
+    assert policy.unmatched_policy_patterns(tools, {"allow_tools": (), "deny_tools": [], "admin_tools": ()}) == []
 
 
 def test_source_names_that_match_no_tool_are_warned_with_the_nearest_name(tmp_path: Path) -> None:

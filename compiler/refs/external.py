@@ -39,9 +39,11 @@ from compiler.refs.walker import refusal
 
 EXTERNAL_KEY = "x-toolc-external"
 
-# Any `$ref` whose value does not start with `#` (quoted or not, JSON or YAML): without one, nothing to do.
+# Any `$ref` key whose value does not start with `#` (quoted or not, JSON or YAML): without one, nothing to do.
 # The lookahead owns the whitespace: `\s*` before it would backtrack and match `"$ref": "#...` as non-local.
-_NON_LOCAL_REF = re.compile(rb"""\$ref["']?\s*:(?!\s*["']?#)""")
+# The lookbehind wants the key to start there (a quote, a space, `{`, `[`, `,` or the file's start): Microsoft
+# Graph's 2,000 path keys that end in `/$ref"` are not `$ref`s, and used to send its 20 MB through the walk below.
+_NON_LOCAL_REF = re.compile(rb"""(?<![^\s{\[,"'])\$ref["']?\s*:(?!\s*["']?#)""")
 _DATA_KEYS = frozenset({"enum", "const", "default", "example"})
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from compiler import pipeline
+from compiler.commands.support import print_diagnostics
+from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.output import read_tree
 from tests.support.cli import run_toolc
 from tests.support.paths import FIXTURES, ROOT
@@ -252,3 +254,30 @@ def test_a_big_api_says_which_file_to_send(tmp_path: Path) -> None:
     guide = (tmp_path / "out" / "schemas" / "README.md").read_text()
     assert "## openai-responses\n\nSend `openai-responses.deferred.json`: native deferral." in guide
     assert "| every tool | (none written) |" in guide and "| a toolset per task | one of " in guide
+
+
+def _note(message: str, tool: str, provider: str, code: str = "TC402") -> Diagnostic:
+    return Diagnostic.of(code, message, source="g.json", tool=f"openapi:g:{tool}", pointer="/properties/id",
+                         provider=provider)
+
+
+def test_verbose_prints_notes_grouped_by_code_and_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    """-v on a big API: one header per code and reason with its count per target, its first three notes as
+    toolc prints any diagnostic, then how many more; a note alone in its group prints as itself."""
+    notes = [_note("dropped readOnly (annotations, not for the model)", f"op{i}", provider)
+             for i in range(4) for provider in ("openai-chat", "gemini")]
+    renamed = [_note(f"name 'a.b{i}' written as 'a_b{i}'", f"op{i}", "anthropic", code="TC415") for i in range(2)]
+    alone = _note("dropped discriminator (annotations, not for the model)", "op9", "gemini")
+    warning = Diagnostic.of("TC205", "recursive $ref pruned", source="g.json", tool="openapi:g:op1")
+    print_diagnostics(Diagnostics([*reversed(notes), *renamed, alone, warning]), verbose=True)
+    assert capsys.readouterr().err.splitlines() == [
+        warning.render(),
+        alone.render(),
+        "info[TC402]: 8 notes: dropped readOnly (annotations, not for the model) (gemini 4, openai-chat 4)",
+        *(f"  {note.render()}" for note in sorted(notes, key=Diagnostic.sort_key)[:3]),
+        "  ... and 5 more (--report lists every one)",
+        "info[TC415]: 2 notes: name … written as … (anthropic 2)",
+        *(f"  {note.render()}" for note in renamed),
+    ]
+    print_diagnostics(Diagnostics([*notes, warning]))
+    assert capsys.readouterr().err.splitlines() == [warning.render()]  # without -v, no notes

@@ -20,6 +20,7 @@ from compiler.refs import (
     RefResolver,
     resolve_pointer,
 )
+from compiler.refs.external import needs_bundling
 from compiler.schema import DEFINITIONS, KEYWORDS, SCHEMA_MAP
 from tests.support.paths import FIXTURES
 
@@ -171,3 +172,18 @@ def test_bad_pointer_and_anchor_in_external_files(tmp_path: Path) -> None:
     ]
     assert "TC101" in next(d.message for d in diagnostics if d.pointer == "/properties/broken/$ref")
     assert all(d.source == "main.json" for d in diagnostics)
+
+
+@pytest.mark.parametrize("text", ['{"$ref": "a.json"}', '{"x": {"$ref" : "a.json#/b"}}', "a:\n  $ref: other.yaml\n",
+                                  "a: {$ref: x.yaml}", "- $ref: x.yaml", "'$ref': x.yaml", "$ref: x.yaml",
+                                  "a:\n\t$ref: b.yaml", "[$ref: x.yaml]", "{a: 1, $ref: x.yaml}"])
+def test_a_file_ref_is_noticed_before_parsing(text: str) -> None:
+    assert needs_bundling(text.encode())
+
+
+@pytest.mark.parametrize("text", ['{"$ref": "#/a"}', '{"$ref" : "#"}', "$ref: '#/a'",
+                                  # Microsoft Graph's path keys: `/$ref` ends a path, it is no `$ref` key
+                                  '{"paths": {"/users/{id}/manager/$ref": {"get": {}}}}',
+                                  "paths:\n  /users/{id}/manager/$ref:\n    get: {}\n"])
+def test_local_refs_and_ref_looking_keys_need_no_walk(text: str) -> None:
+    assert not needs_bundling(text.encode())

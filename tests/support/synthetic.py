@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 MID = 250
-SERIES = (1000, 2000, 4000, 8000)
+SERIES = (1000, 2000, 4000, 8000, 16000, 22000)
 DEPTH = 6
 OPS_PER_FAMILY = 5
 WIDE_DEPTH = 15
