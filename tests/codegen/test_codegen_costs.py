@@ -1,0 +1,60 @@
+"""What code generation spends besides the model generator (issue 27): checked by what runs, never by time."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from compiler.codegen.stubs.literals import UnsafeModule, check_module
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """The generation of every cyclic collection that starts while the test runs."""
+    started: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.callbacks.append(record)
+    try:
+        yield started
+    finally:
+        gc.callbacks.remove(record)
+
+
+def _models_module(classes: int) -> str:
+    body = "".join(f"\n\nclass Model{i}(BaseModel):\n    name: str | None = Field(None, max_length={i})\n"
+                   f"    items: list[int] | None = None\n" for i in range(classes))
+    return f"from __future__ import annotations\n\nfrom pydantic import BaseModel, Field\n{body}"
+
+
+def test_checking_a_module_pauses_the_collector(collections: list[int]) -> None:
+    """Parsing and compiling a big generated module allocates an acyclic tree: the collector stays paused (with
+    it running, this module's check starts hundreds of collections), and is running again after: at most one
+    collection, as the pause ends, looks at what the check allocated."""
+    code = _models_module(3000)
+    assert gc.isenabled()
+    collections.clear()  # only those the check starts
+    tree = check_module(code, filename="models.py")
+    assert len(tree.body) == 3002
+    assert len(collections) <= 1
+    assert gc.isenabled()
+
+
+def test_a_refused_module_leaves_the_collector_running() -> None:
+    with pytest.raises(UnsafeModule):
+        check_module("from __future__ import annotations\ndef broken(:\n", filename="models.py")
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_paused_stays_paused() -> None:
+    gc.disable()
+    try:
+        check_module(_models_module(2), filename="models.py")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
