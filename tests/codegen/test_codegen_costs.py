@@ -6,12 +6,17 @@ import gc
 import json
 import subprocess
 import sys
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from compiler.codegen.stubs import model_chunks
 from compiler.codegen.stubs.literals import UnsafeModule, check_module
+from compiler.codegen.stubs.models import run_datamodel_codegen
+from compiler.infra.collector import collector_paused
 from tests.support.paths import FIXTURES
 
 
@@ -84,3 +89,40 @@ def test_code_generation_loads_libcst_only_when_it_needs_it(tmp_path: Path) -> N
     done = subprocess.run([sys.executable, "-c", _COMPILE_TWICE, str(FIXTURES / "openapi" / "params.yaml"),
                            str(tmp_path / "out")], check=True, capture_output=True, text=True, cwd=tmp_path)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, False]
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: only the cyclic collector frees it
+
+
+def test_a_paused_block_that_collects_after_leaves_no_cyclic_garbage() -> None:
+    freed: list[bool] = []
+    with collector_paused(collect_after=True):
+        node = _Node()
+        weakref.finalize(node, freed.append, True)
+        del node
+        assert freed == []  # the cycle keeps it, and no collection runs here
+    assert freed == [True]
+
+
+def test_model_generation_runs_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch,
+                                                         collections: list[int]) -> None:
+    """The generator's run over a chunk starts no collection (it ends with one, `collector_paused`)."""
+    seen: list[tuple[bool, int]] = []
+    generate = run_datamodel_codegen
+
+    def watched(schema: Any, **kwargs: Any) -> str:
+        started = len(collections)
+        code = generate(schema, **kwargs)
+        seen.append((gc.isenabled(), len(collections) - started))
+        return code
+
+    monkeypatch.setattr(model_chunks, "run_datamodel_codegen", watched)
+    table = {f"Tool{i}Input": {"type": "object", "properties": {f"field{j}": {"type": "string", "maxLength": j + 1}
+                                                                  for j in range(30)}} for i in range(40)}
+    models = model_chunks.generate_models(table, sorted(table), package="p", header="# models",
+                                          allow_calls=frozenset())
+    assert "class Tool39Input(BaseModel):" in models.files["models.py"]
+    assert seen == [(False, 0)]
+    assert gc.isenabled()
