@@ -11,7 +11,6 @@ what it was made from.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import shutil
@@ -23,6 +22,7 @@ from typing import Any
 import orjson
 
 from compiler.incremental import identity
+from compiler.infra.collector import paused_then_frozen
 from compiler.infra.diagnostics import Diagnostics
 
 CACHE_DIR = ".toolc-cache"
@@ -71,15 +71,8 @@ def _decode(raw: bytes) -> Any:
     moved out of the collector's generations (`gc.freeze`, as the pipeline does with the catalog): a cache is
     read all through the stage that loaded it, and every later collection would scan its millions of objects
     again (2 of Microsoft Graph's 12 CPU seconds of a recompile's lowering). The pipeline unfreezes at the end."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        data = orjson.loads(raw)
-    finally:
-        if paused:
-            gc.enable()
-    gc.freeze()
-    return data
+    with paused_then_frozen():
+        return orjson.loads(raw)
 
 
 def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: Callable[[Any], bool]) -> Entry | None:

@@ -9,7 +9,6 @@ the tests compare a 1-job compile with a parallel one byte for byte.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.context
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar, cast
 
 from compiler.infra import limits
+from compiler.infra.collector import paused_then_frozen
 
 T = TypeVar("T")
 
@@ -102,14 +102,8 @@ def _load_kept(handle: BinaryIO) -> Any:
     (`pipeline._compile` unfreezes everything when the compile ends). Otherwise the collections that follow rescan
     those objects in every generation on their way to the oldest: the parent's collections took 1.5 s of CPU on Graph
     and 4.1 s on Graph twice over (more than twice: each rescan is longer, and there are more), 0.3 and 0.8 s now."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_then_frozen():
         return pickle.load(handle)
-    finally:
-        gc.freeze()
-        if paused:
-            gc.enable()
 
 
 def fork_each(tasks: Sequence[Callable[[], T]], workers: int, *, budget_mb: int = 0,

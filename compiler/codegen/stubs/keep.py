@@ -13,27 +13,22 @@ remove the marker, to let it go. A previous module that contains the marker but 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst
 
-_MARKER = re.compile(r"#\s*toolc:\s*keep\s*\Z")
-_KEEP_LINE = re.compile(r"(?:\A|[\r\n])[^\S\r\n]*#[^\S\r\n]*toolc:[^\S\r\n]*keep[^\S\r\n]*(?:[\r\n]|\Z)")
-"""A line that is only a `# toolc: keep` comment (the only kind `_is_marked` accepts; the docstring of every
-generated tools.py mentions the marker, but never alone on a line). Checked before parsing: libcst takes
-seconds on a big tools.py."""
+from compiler.codegen.stubs.keep_marker import MARKER, has_keep_line
 
 
 def _is_marked(node: libcst.FunctionDef) -> bool:
-    return any(line.comment is not None and _MARKER.match(line.comment.value) for line in node.leading_lines)
+    return any(line.comment is not None and MARKER.match(line.comment.value) for line in node.leading_lines)
 
 
 def kept_functions(previous: str) -> dict[str, libcst.FunctionDef]:
     """The marked top-level functions of a previous module, by name. Raises libcst.ParserSyntaxError (only when
     the module has a marker line: without one it is not parsed)."""
-    if not _KEEP_LINE.search(previous):
+    if not has_keep_line(previous):
         return {}
     module = libcst.parse_module(previous)
     return {

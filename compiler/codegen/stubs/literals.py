@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+from compiler.infra.collector import collector_paused
+
 _ESCAPES = {"\\": "\\\\", "\r": "\\r", "\t": "\\t", "\0": "\\x00"}
 
 
@@ -153,15 +155,22 @@ def check_module(code: str, *, filename: str, allow_calls: frozenset[str] = froz
     """
     if "from __future__ import annotations" not in code:
         raise UnsafeModule(f"{filename}: annotations must be lazy (`from __future__ import annotations`)")
+    with collector_paused():  # an `ast` tree and a code object hold no reference cycle: nothing to collect
+        tree = _parsed(code, filename)
+        for statement in tree.body:
+            if _allowed_top_level(statement) or _allowed_call(statement, allow_calls):
+                continue
+            raise UnsafeModule(f"{filename}:{statement.lineno}: top-level {type(statement).__name__} is not allowed")
+    return tree
+
+
+def _parsed(code: str, filename: str) -> ast.Module:
+    """The module's tree, once it also compiles (the compiler finds errors the parser does not)."""
     try:
         tree = ast.parse(code, filename=filename)
         compile(tree, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         raise UnsafeModule(f"{filename} does not parse: {exc}") from exc
-    for statement in tree.body:
-        if _allowed_top_level(statement) or _allowed_call(statement, allow_calls):
-            continue
-        raise UnsafeModule(f"{filename}:{statement.lineno}: top-level {type(statement).__name__} is not allowed")
     return tree
 
 

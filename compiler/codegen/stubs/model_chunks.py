@@ -52,6 +52,7 @@ from compiler.codegen.stubs.models import (
     split_source_lines,
 )
 from compiler.infra import limits
+from compiler.infra.collector import collector_paused
 from compiler.infra.parallel import cores, start_context
 from compiler.infra.serialize import compact_json
 
@@ -163,7 +164,9 @@ def _run(job: _Job) -> ModelsModule:
     tool's model does not inherit from another's), written here from two names that are safe identifiers
     (checked), with the canonical one a class of the checked module and the duplicate not yet defined in it;
     otherwise the duplicate gets no model (the stubs report TC602 and type it as Any)."""
-    code = ascii_fields(run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases)))
+    with collector_paused(collect_after=True):  # its cyclic garbage collected once, when it is done
+        generated = run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases))
+    code = ascii_fields(generated)
     tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
     models = analyse(code, tree, module=job.module)
     if job.base:

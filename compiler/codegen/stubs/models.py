@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import libcst
-
 from compiler.codegen.stubs.identifiers import snake_name
 from compiler.infra import limits
 from compiler.refs import escape_token, unescape_token
@@ -346,55 +344,15 @@ def _class_fields(node: ast.ClassDef, segment: _Segments, known: Mapping[str, Ma
     return fields
 
 
-class _AsciiFields(libcst.CSTTransformer):
-    """Python folds identifiers with NFKC, so a field spelt in full-width letters (U+FF46 U+FF52 ...) is really
-    called `from` and would never receive its own wire key. Every non-ASCII field name becomes an ASCII one with the original as alias."""
-
-    def leave_ClassDef(self, original: libcst.ClassDef, updated: libcst.ClassDef) -> libcst.ClassDef:
-        taken: set[str] = set()
-        for line in updated.body.body:
-            if isinstance(line, libcst.SimpleStatementLine):
-                taken.update(s.target.value for s in line.body
-                             if isinstance(s, libcst.AnnAssign) and isinstance(s.target, libcst.Name))
-        if not isinstance(updated.body, libcst.IndentedBlock):
-            return updated
-        body = [self._line(line, taken) for line in updated.body.body]
-        return updated.with_changes(body=updated.body.with_changes(body=body))
-
-    def _line(self, line: libcst.BaseStatement, taken: set[str]) -> libcst.BaseStatement:
-        if not isinstance(line, libcst.SimpleStatementLine):
-            return line
-        return line.with_changes(body=[self._field(s, taken) for s in line.body])
-
-    @staticmethod
-    def _field(small: libcst.BaseSmallStatement, taken: set[str]) -> libcst.BaseSmallStatement:
-        if not (isinstance(small, libcst.AnnAssign) and isinstance(small.target, libcst.Name)
-                and not small.target.value.isascii()):
-            return small
-        raw = small.target.value
-        name = snake_name(raw, fallback="field", prefix="field")
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        tight = libcst.AssignEqual(whitespace_before=libcst.SimpleWhitespace(""),
-                                   whitespace_after=libcst.SimpleWhitespace(""))
-        alias = libcst.Arg(keyword=libcst.Name("alias"), value=libcst.SimpleString(repr(raw)), equal=tight)
-        value = small.value
-        if isinstance(value, libcst.Call) and isinstance(value.func, libcst.Name) and value.func.value == "Field":
-            new_value = value.with_changes(args=[*value.args, alias])
-        else:
-            default = value if value is not None else libcst.Ellipsis()
-            new_value = libcst.Call(func=libcst.Name("Field"), args=[libcst.Arg(default), alias])
-        return small.with_changes(target=libcst.Name(name), value=new_value,
-                                  equal=libcst.AssignEqual() if small.equal is libcst.MaybeSentinel.DEFAULT else small.equal)
-
-
 def ascii_fields(code: str) -> str:
     """`code` with every non-ASCII field name made ASCII. libcst (slow on big modules, but it keeps the source
     exactly as written) only runs when a field name is not ASCII, which generated names from real APIs never are."""
     if all(name.isascii() for name in _CLASS_FIELD.findall(code)):
         return code
-    return libcst.parse_module(code).visit(_AsciiFields()).code
+    # Deferred: libcst takes 0.3 s to import, and only a module with a non-ASCII field name needs it.
+    from compiler.codegen.stubs.ascii_fields import ascii_field_names
+
+    return ascii_field_names(code)
 
 
 _CLASS_FIELD = re.compile(r"^    ([^\s:=(#'\"]+)\s*:", re.MULTILINE)

@@ -46,14 +46,12 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import libcst
-
 from compiler.build import Build
 from compiler.codegen.env import render
 from compiler.codegen.stubs.bundling import SharedDefinitions
 from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
 from compiler.codegen.stubs.identifiers import name_hash, pascal_name, snake_name, unique_names
-from compiler.codegen.stubs.keep import kept_functions, merge_kept
+from compiler.codegen.stubs.keep_marker import has_keep_line
 from compiler.codegen.stubs.lenient import SplitDirections
 from compiler.codegen.stubs.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
@@ -313,11 +311,21 @@ class SourcePackage:
         if previous is None:
             return ()
         try:
-            kept = kept_functions(previous.decode("utf-8"))
-        except (UnicodeDecodeError, libcst.ParserSyntaxError) as exc:
-            self.build.diagnostics.report(
-                KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "
-                f"parse ({type(exc).__name__}); fix it or delete it", source=self.location)
+            text = previous.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._report_unparsable(exc)
+            return None
+        if not has_keep_line(text):
+            return ()
+        # Deferred: libcst takes 0.3 s to import, and only a tools.py with a marker line needs it.
+        import libcst
+
+        from compiler.codegen.stubs.keep import kept_functions, merge_kept
+
+        try:
+            kept = kept_functions(text)
+        except libcst.ParserSyntaxError as exc:
+            self._report_unparsable(exc)
             return None
         merged = merge_kept(files["tools.py"], kept)
         files["tools.py"] = merged.code
@@ -326,6 +334,11 @@ class SourcePackage:
                                           "tools.py until you delete it or its `# toolc: keep` marker",
                                           source=self.location)
         return merged.orphaned
+
+    def _report_unparsable(self, exc: Exception) -> None:
+        self.build.diagnostics.report(
+            KEEP_UNPARSABLE, f"previous python/{self.package}/tools.py may hold `# toolc: keep` edits but does not "
+            f"parse ({type(exc).__name__}); fix it or delete it", source=self.location)
 
     def _init_module(self, stubs: list[Stub], orphans: tuple[str, ...]) -> str:
         names = sorted([stub.name for stub in stubs] + list(orphans))

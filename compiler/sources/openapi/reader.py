@@ -8,10 +8,10 @@ of the document. External files are expected to be pulled in already (`RefResolv
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 from compiler.config import OpenApiConfig
+from compiler.infra.collector import collector_paused
 from compiler.infra.diagnostics import Diagnostics
 from compiler.ir import Source, Tool
 from compiler.policy import UNMATCHED_POLICY_PATTERN, is_selected, unmatched_source_names
@@ -48,13 +48,8 @@ def read_openapi(document: Any, *, source_id: str, location: str, diagnostics: D
     The cyclic garbage collector is paused meanwhile: the pass allocates many small acyclic dicts next to a
     large live document, and collections that re-scan the document would cost ~15% on GitHub's spec.
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _read(document, source_id, location, diagnostics, config)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics,
