@@ -41,9 +41,12 @@ EXTERNAL_KEY = "x-toolc-external"
 
 # Any `$ref` key whose value does not start with `#` (quoted or not, JSON or YAML): without one, nothing to do.
 # The lookahead owns the whitespace: `\s*` before it would backtrack and match `"$ref": "#...` as non-local.
-# The lookbehind wants the key to start there (a quote, a space, `{`, `[`, `,` or the file's start): Microsoft
+_NON_LOCAL_REF = re.compile(rb"""\$ref["']?\s*:(?!\s*["']?#)""")
+# The key must start at the `$` (after a quote, whitespace, `{`, `[`, `,` or at the file's start): Microsoft
 # Graph's 2,000 path keys that end in `/$ref"` are not `$ref`s, and used to send its 20 MB through the walk below.
-_NON_LOCAL_REF = re.compile(rb"""(?<![^\s{\[,"'])\$ref["']?\s*:(?!\s*["']?#)""")
+# Checked on each match rather than by a lookbehind in the pattern: a pattern that starts with a literal is
+# searched for that literal at C speed, one that starts with a lookbehind tries it at every byte (GitHub: 0.18 s).
+_KEY_START = frozenset(b' \t\n\r\f\v{[,"\'')
 _DATA_KEYS = frozenset({"enum", "const", "default", "example"})
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -64,7 +67,7 @@ class _File:
 
 
 def needs_bundling(raw: bytes) -> bool:
-    return _NON_LOCAL_REF.search(raw) is not None
+    return any(match.start() == 0 or raw[match.start() - 1] in _KEY_START for match in _NON_LOCAL_REF.finditer(raw))
 
 
 class ExternalBundler:
