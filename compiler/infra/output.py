@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from compiler.infra.diagnostics import CompilerError, Diagnostic
+from compiler.infra.spool import Spool
 
 CANNOT_WRITE = "TC120"
 
@@ -28,13 +29,13 @@ class FileSet(MutableMapping[str, bytes]):
         self._spooled: dict[str, Path] = {}
         self._digests: dict[str, str] = {}
         """Path → sha256 of a spooled file its writer hashed as it wrote it (never read back to hash it)."""
-        self._spool: tempfile.TemporaryDirectory[str] | None = None
+        self._spool: Spool | None = None
 
     def spool_dir(self) -> Path:
         """Where big files are kept (a worker process may write there and hand the path to `adopt`)."""
         if self._spool is None:
-            self._spool = tempfile.TemporaryDirectory(prefix="toolc-spool-")
-        return Path(self._spool.name)
+            self._spool = Spool()
+        return self._spool.path
 
     def release_spool(self) -> None:
         """Remove the spool folder and forget its files: called once they are written out, or not wanted
@@ -42,7 +43,7 @@ class FileSet(MutableMapping[str, bytes]):
         self._spooled.clear()
         self._digests.clear()
         if self._spool is not None:
-            self._spool.cleanup()
+            self._spool.close()
             self._spool = None
 
     def adopt(self, path: str, spooled: Path, digest: str = "") -> None:
