@@ -112,7 +112,19 @@ def test_a_reused_package_keeps_its_model_chunks_cached(spec: Path, tmp_path: Pa
     assert recompiled == _clean(spec, tmp_path, "clean")
 
 
-DAMAGES = ["not json", "another toolc", "models entry damaged", "a header swapped", "pieces damaged"]
+def test_the_cache_keeps_each_models_module_once(spec: Path, tmp_path: Path) -> None:
+    """A models file that is a module's code is named by the module's index, not stored a second time."""
+    out = tmp_path / "out"
+    compile_into(spec, out, codegen=True)
+    [entry] = orjson.loads(store.cache_path(out, KIND).read_bytes())["payload"]["models"].values()
+    codes = [module["code"] for module in entry["modules"]]
+    by_index = [code for _name, code in entry["files"] if isinstance(code, int)]
+    assert sorted(by_index) == list(range(len(codes))), "every module's file refers to it"
+    assert not any(code in codes for _name, code in entry["files"] if isinstance(code, str))
+
+
+DAMAGES = ["not json", "another toolc", "models entry damaged", "a header swapped", "pieces damaged",
+           "a file's module index out of range"]
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
@@ -132,9 +144,12 @@ def test_a_damaged_or_foreign_cache_never_changes_the_output(spec: Path, tmp_pat
         entry["owner"] = dict.fromkeys(entry["owner"], 99)
     elif damage == "a header swapped":
         entry["header"] = "# not the header these modules begin with"
+    elif damage == "a file's module index out of range":
+        entry["files"] = [[name, len(entry["modules"]) if isinstance(code, int) else code]
+                          for name, code in entry["files"]]
     else:
         data["payload"]["pieces"] = {key: [3, None, "x"] for key in data["payload"]["pieces"]}
-    if damage in ("models entry damaged", "a header swapped", "pieces damaged"):
+    if damage not in ("not json", "another toolc"):
         path.write_bytes(orjson.dumps(data))
     _clear(made)
     build, recompiled = compile_into(spec, out, codegen=True)

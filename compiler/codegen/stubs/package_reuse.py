@@ -33,7 +33,7 @@ from compiler.infra.serialize import compact_json
 from compiler.ir import Source, Tool
 
 KIND = "stubs"
-_VERSION = "1"
+_VERSION = "2"
 
 
 def _sha256(data: Any) -> str:
@@ -137,8 +137,11 @@ def _names(module: ModelsModule) -> dict[str, Any]:
 
 def _encode_models(models: GeneratedModels, header: str, diagnostics: Iterable[Diagnostic],
                    chunks: Iterable[str]) -> dict[str, Any]:
-    return {"header": header, "files": dict(models.files), "owner": dict(models.owner),
-            "modules": [{**_names(module), "code": module.code} for module in models.modules],
+    # A file is mostly one module's code (`model_chunks._split_layout`): kept once, under the module, and named
+    # by its index here (Microsoft Graph's models, 25 MB, were stored twice).
+    index_of = {module.code: index for index, module in enumerate(models.modules)}
+    return {"header": header, "files": [[name, index_of.get(code, code)] for name, code in models.files.items()],
+            "owner": dict(models.owner), "modules": [{**_names(module), "code": module.code} for module in models.modules],
             "diagnostics": [d.to_row() for d in diagnostics], "chunks": sorted(chunks)}
 
 
@@ -161,7 +164,8 @@ def _decode_models(item: Mapping[str, Any], header: str) -> ReusedModels:
     owner = {str(key): int(index) for key, index in item["owner"].items()}
     if any(not 0 <= index < len(modules) for index in owner.values()):
         raise ValueError("a tool model owned by no module")
-    files = {str(name): _swap(code, old, header) for name, code in item["files"].items()}
+    files = {str(name): modules[code].code if type(code) is int and 0 <= code < len(modules) else _swap(code, old, header)
+             for name, code in item["files"]}
     return ReusedModels(GeneratedModels(files=files, modules=modules, owner=owner),
                         [Diagnostic.from_row(row) for row in item["diagnostics"]], [str(k) for k in item["chunks"]])
 
