@@ -13,13 +13,14 @@ siblings plus a `description` saying why. Local refs of the main document are le
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from nturl2path import url2pathname as windows_url2pathname
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from compiler.infra.diagnostics import CompilerError
 from compiler.infra.loading import load_document
@@ -192,7 +193,7 @@ class ExternalBundler:
         scheme_match = SCHEME.match(ref)
         scheme = scheme_match.group(0)[:-1].lower() if scheme_match else ""
         if scheme == "file":
-            path = Path(url2pathname(urlparse(ref).path))
+            path = file_url_path(ref)
         elif len(scheme) == 1:
             return codes.OUTSIDE_ROOT, f"$ref {ref!r} is an absolute path; refused"
         elif scheme:
@@ -237,6 +238,14 @@ class ExternalBundler:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:
             return str(path)
+
+
+def file_url_path(url: str) -> Path:
+    """The path a `file:` URL names, as `urllib.request.url2pathname` reads it (`nturl2path`'s on Windows, the
+    percent-decoded path elsewhere), without importing `urllib.request`: it pulls in ssl, http.client and email
+    (0.01-0.02 s of every compile's start) for this one function."""
+    path = urlparse(url).path
+    return Path(windows_url2pathname(path) if os.name == "nt" else unquote(path))
 
 
 def canonical_tokens(document: Any, ref: str, hops: int) -> list[str]:
