@@ -31,6 +31,7 @@ from compiler.fit.forms import emit_fit
 from compiler.incremental import project as project_cache
 from compiler.incremental.ir_hash import tool_hashes
 from compiler.infra import limits
+from compiler.infra.collector import paused_then_frozen
 from compiler.infra.detect import detect_kind
 from compiler.infra.diagnostics import CompilerError, Diagnostics
 from compiler.infra.loading import recording_reads
@@ -193,9 +194,14 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
     chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
     progress.begin(1 + len(_STAGES) + len(chosen), "reading sources")
     try:
-        catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver,
-                               diagnostics, live=live)
+        # Reading decodes each document and builds the catalog: millions of small acyclic containers. With the
+        # collector running, decoding alone set off collections that only rescanned what it was building
+        # (GitHub's 13 MB: 0.15 s of decoding, 0.08 s paused); what reading leaves is frozen as it ends (below).
+        with paused_then_frozen():
+            catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver,
+                                   diagnostics, live=live)
     except Exception as exc:
+        gc.unfreeze()
         if not limits.is_out_of_memory(exc):
             raise
         _out_of_memory(diagnostics, config, "while reading the sources")
@@ -204,9 +210,10 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
     warn_literal_secret_presets(config, diagnostics)
     progress.step(f"catalog.json: {len(catalog.tools)} tools")
     _warn_unmatched_policy(config, catalog, diagnostics)
-    # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations, the
-    # collector stops rescanning its millions of objects (a third of lowering time on Microsoft Graph) and
-    # forked workers stop dirtying the pages they share with this process.
+    # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations (frozen as
+    # reading ended, and what the warnings made now), the collector stops rescanning its millions of objects (a
+    # third of lowering time on Microsoft Graph) and forked workers stop dirtying the pages they share with this
+    # process.
     gc.freeze()
     try:
         destination = out_dir or config.output_dir
