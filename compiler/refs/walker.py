@@ -160,13 +160,15 @@ class Walker:
         return target
 
 
+REFUSAL_MARK = "toolc: $ref"
+"""In the description of every `refusal` (and so in what `refused_ref` recognises)."""
 _REFUSED = re.compile(r"(?:^|\()toolc: \$ref (.+) could not be resolved\)?$", re.DOTALL)
 
 
 def refusal(siblings: dict[str, Any], ref: str) -> dict[str, Any]:
     """What an unresolvable `$ref` becomes: its siblings plus a description saying why the ref is gone."""
     out = {k: v for k, v in siblings.items() if k != "$ref"}
-    note = f"toolc: $ref {ref!r} could not be resolved"
+    note = f"{REFUSAL_MARK} {ref!r} could not be resolved"
     existing = out.get("description")
     out["description"] = f"{existing} ({note})" if isinstance(existing, str) and existing else note
     return out
@@ -178,7 +180,7 @@ def refused_ref(node: Any) -> str | None:
     if not isinstance(node, dict) or "$ref" in node:
         return None
     description = node.get("description")
-    if not isinstance(description, str) or "toolc: $ref" not in description:
+    if not isinstance(description, str) or REFUSAL_MARK not in description:
         return None  # the common case, without the regular expression
     match = _REFUSED.search(description)
     return match.group(1) if match else None
@@ -275,4 +277,4 @@ def prune(scope: Scope, target: Target) -> Any:
     return {key: node[key] for key in ("type", "description") if key in node}
 
 
-__all__ = ["Report", "Walker", "merge", "prune", "refusal", "refused_ref"]
+__all__ = ["REFUSAL_MARK", "Report", "Walker", "merge", "prune", "refusal", "refused_ref"]
