@@ -8,13 +8,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import click
+import pytest
 
 from compiler.cli import SUMMARIES, main
 from compiler.incremental.project import output_hashes
 from compiler.infra.loading import file_digest
 from compiler.infra.output import FileSet
+from compiler.refs.external import file_url_path
 from tests.support.paths import FIXTURES
 
 SMALL_API = FIXTURES / "openapi" / "params.yaml"
@@ -74,6 +78,50 @@ def test_a_compile_without_codegen_loads_no_template_engine(tmp_path: Path) -> N
 
 
 STRIPE = FIXTURES / "corpus" / "openapi" / "stripe.json"  # big enough that the provider files are spooled
+
+
+def test_a_compile_loads_no_network_client(tmp_path: Path) -> None:
+    """`file:` refs are read without `urllib.request`, which pulls in ssl, http.client and email (0.01-0.02 s of
+    every start) for one function."""
+    code = ("import json, sys\nfrom pathlib import Path\nfrom compiler.commands import compile\n"
+            "from compiler.config import Config\nfrom compiler.pipeline import adhoc_inputs, compile_project\n"
+            "build = compile_project(Config(root=Path.cwd()), adhoc_inputs([Path(sys.argv[1])], Path.cwd()),"
+            " targets=(), out_dir=Path(sys.argv[2]))\n"
+            "print(json.dumps([len(build.catalog.tools) > 0,"
+            " [m for m in ('urllib.request', 'http.client', 'ssl') if m in sys.modules]]))")
+    assert _fresh(code, str(SMALL_API), str(tmp_path / "out")) == [True, []]
+
+
+@pytest.mark.parametrize("url", ["file:///srv/api/pet%20store.json", "file://localhost/srv/a.json",
+                                 "file:schemas/pet.yaml", "file:///C:/specs/a%23b.json", "file:///"])
+def test_a_file_url_names_the_path_urllib_would(url: str) -> None:
+    assert file_url_path(url) == Path(url2pathname(urlparse(url).path))
+
+
+def test_reading_the_sources_sets_off_no_collection() -> None:
+    """Decoding a document and reading it build millions of acyclic objects that the catalog keeps: the
+    collector is paused meanwhile (it would only rescan them as they are made) and what reading left is frozen
+    out of its generations as reading ends."""
+    code = ("import gc, json, sys\nfrom pathlib import Path\nfrom compiler import pipeline\n"
+            "from compiler.config import Config\n"
+            "collections, seen = [], {}\n"
+            "gc.callbacks.append(lambda phase, info: collections.append(1) if phase == 'start' else None)\n"
+            "read = pipeline.read_catalog\n"
+            "def counted(*args, **kwargs):\n"
+            "    before = len(collections)\n"
+            "    catalog = read(*args, **kwargs)\n"
+            "    seen.update(collections=len(collections) - before)\n"
+            "    return catalog\n"
+            "warn = pipeline.warn_literal_secret_presets  # the first thing after reading\n"
+            "def frozen(*args, **kwargs):\n"
+            "    seen.update(frozen=gc.get_freeze_count())\n"
+            "    return warn(*args, **kwargs)\n"
+            "pipeline.read_catalog, pipeline.warn_literal_secret_presets = counted, frozen\n"
+            "build = pipeline.compile_project(Config(root=Path.cwd()),"
+            " pipeline.adhoc_inputs([Path(sys.argv[1])], Path.cwd()), targets=(), out_dir=Path(sys.argv[2]))\n"
+            "print(json.dumps([len(build.catalog.tools), seen['collections'], seen['frozen'] > 10_000,"
+            " gc.get_freeze_count()]))")
+    assert _fresh(code, str(STRIPE), "unused-out") == [417, 0, True, 0]  # unfrozen again when the compile ends
 
 _SCRIPT = """import atexit, sys
 atexit.register(lambda: print("teardown ran", file=sys.stderr))
