@@ -22,6 +22,7 @@ from compiler.refs.external import file_url_path
 from tests.support.paths import FIXTURES
 
 SMALL_API = FIXTURES / "openapi" / "params.yaml"
+JSON_API = FIXTURES / "openapi" / "k8s-configmap.json"
 
 
 def _fresh(code: str, *args: str) -> object:
@@ -80,16 +81,20 @@ def test_a_compile_without_codegen_loads_no_template_engine(tmp_path: Path) -> N
 STRIPE = FIXTURES / "corpus" / "openapi" / "stripe.json"  # big enough that the provider files are spooled
 
 
-def test_a_compile_loads_no_network_client(tmp_path: Path) -> None:
+def test_a_compile_of_json_loads_no_network_client_and_no_yaml(tmp_path: Path) -> None:
     """`file:` refs are read without `urllib.request`, which pulls in ssl, http.client and email (0.01-0.02 s of
-    every start) for one function."""
+    every start) for one function; PyYAML (0.01 s) only where YAML is read. The whole compile, lowering and the
+    caches written beside the output included."""
     code = ("import json, sys\nfrom pathlib import Path\nfrom compiler.commands import compile\n"
-            "from compiler.config import Config\nfrom compiler.pipeline import adhoc_inputs, compile_project\n"
-            "build = compile_project(Config(root=Path.cwd()), adhoc_inputs([Path(sys.argv[1])], Path.cwd()),"
-            " targets=(), out_dir=Path(sys.argv[2]))\n"
-            "print(json.dumps([len(build.catalog.tools) > 0,"
-            " [m for m in ('urllib.request', 'http.client', 'ssl') if m in sys.modules]]))")
-    assert _fresh(code, str(SMALL_API), str(tmp_path / "out")) == [True, []]
+            "from compiler.config import Config\n"
+            "from compiler.pipeline import adhoc_inputs, compile_project, write_build\n"
+            "config = Config(root=Path.cwd()).model_copy(update={'codegen': False})\n"
+            "build = compile_project(config, adhoc_inputs([Path(sys.argv[1])], Path.cwd()), out_dir=Path(sys.argv[2]))\n"
+            "write_build(build, Path(sys.argv[2]))\n"
+            "print(json.dumps([len(build.catalog.tools) > 0, len(build.providers),"
+            " [m for m in ('urllib.request', 'http.client', 'ssl', 'yaml') if m in sys.modules]]))")
+    assert _fresh(code, str(JSON_API), str(tmp_path / "out")) == [True, 4, []]
+    assert list((tmp_path / ".toolc-cache").glob("out.lowered-*.json"))  # the caches were written
 
 
 @pytest.mark.parametrize("url", ["file:///srv/api/pet%20store.json", "file://localhost/srv/a.json",

@@ -9,14 +9,11 @@ version changes it, and with it every cache key: a stale cache can never change 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
-
-import click
-import orjson
-import yaml
 
 
 def _package_root() -> Path:
@@ -30,10 +27,12 @@ def _templates_root() -> Path:
 def _library_versions() -> list[str]:
     """The `name-version.dist-info` entries of the environment toolc's libraries are installed in: one directory
     listing (asking `importlib.metadata` for each library costs 0.1 s). Any package installed or upgraded there
-    changes the identity: a cache is dropped more often than needed, never kept when it should not be."""
+    changes the identity: a cache is dropped more often than needed, never kept when it should not be. The
+    libraries are found, not imported (a compile of JSON documents never imports PyYAML)."""
     found: set[str] = set()
-    for library in (orjson, yaml, click):
-        folder = Path(library.__file__ or "").resolve().parent.parent
+    for library in ("orjson", "yaml", "click"):
+        spec = importlib.util.find_spec(library)
+        folder = Path(spec.origin if spec is not None and spec.origin else "").resolve().parent.parent
         try:
             found.update(entry.name for entry in os.scandir(folder) if entry.name.endswith(".dist-info"))
         except OSError:
