@@ -177,6 +177,18 @@ def test_help_lists_every_command_as_its_own_help_says() -> None:
             assert click.Command(name, help=summary).get_short_help_str(width) == command.get_short_help_str(width)
 
 
+def test_importing_a_command_sets_off_no_collection() -> None:
+    """What importing a command makes lives as long as the process: the collector is paused meanwhile and what
+    the import made is frozen out of its generations (once: a command imported again is not)."""
+    code = ("import gc, json\nimport click\nfrom compiler.cli import main\n"
+            "collections = []\n"
+            "gc.callbacks.append(lambda phase, info: collections.append(1) if phase == 'start' else None)\n"
+            "main.get_command(click.Context(main), 'compile')\nfrozen = gc.get_freeze_count()\n"
+            "gc.unfreeze()\nmain.get_command(click.Context(main), 'compile')\n"
+            "print(json.dumps([len(collections), frozen > 10_000, gc.get_freeze_count()]))")
+    assert _fresh(code) == [0, True, 0]
+
+
 def test_help_imports_no_command() -> None:
     code = ("import json, sys\nfrom click.testing import CliRunner\nfrom compiler.cli import main\n"
             "shown = CliRunner().invoke(main, ['--help']).output\n"
