@@ -66,7 +66,9 @@ def clocks():
 
 start = clocks()
 from pathlib import Path
-from compiler.commands import compile as _command  # what `toolc compile` imports before it runs
+import click
+from compiler.cli import main
+main.get_command(click.Context(main), "compile")  # what `toolc compile` imports before it runs, as it imports it
 from compiler.commands.support import parse_targets
 from compiler.config import Config
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
