@@ -84,28 +84,37 @@ def test_each_tool_is_sized_inlined_and_limit_checked_once_for_all_its_targets(
 def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
-    dealt: list[list[slices.Request]] = []
-    real = fork_each
+    here: list[list[slices.Request]] = []
+    claimed: list[list[slices.Request]] = []
+    real_slice, real_fork = slices.lower_slice, fork_each
 
-    def recording(tasks: Any, workers: int, **kwargs: Any) -> Any:
-        dealt.extend(task.args[2] for task in tasks)
-        return real(tasks, workers, **kwargs)
+    def lowering_here(build: Build, plans: Any, requests: Any, *args: Any) -> Any:
+        here.append(list(requests))
+        return real_slice(build, plans, here[-1], *args)
 
-    monkeypatch.setattr(slices, "fork_each", recording)
+    def forking(tasks: Any, workers: int, **kwargs: Any) -> Any:
+        made = real_fork(tasks, workers, **kwargs)
+        claimed.extend([item.request for item in part] for part in made)
+        return made
+
+    monkeypatch.setattr(slices, "lower_slice", lowering_here)
+    monkeypatch.setattr(slices, "fork_each", forking)
     monkeypatch.setattr(slices, "PARALLEL_MIN_TOOLS", 10)
     monkeypatch.setattr(slices, "cores", lambda: 2)
     forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial
     assert _diagnostics(forked_build) == _diagnostics(serial_build)
     # Two rounds (every tool; then, loose, Anthropic's strict tools past its budget), each with a share lowered
-    # here first (every WARM_STRIDE-th tool: it fills the memos the workers inherit), the rest dealt to two
-    # workers by tool: a tool's targets all in one slice, the slices even.
-    assert len(dealt) == 4
-    for part in dealt:
+    # here first (every WARM_STRIDE-th tool: it fills the memos the workers inherit) and the rest claimed by two
+    # workers in runs of neighbouring tools: a tool's targets all in one slice, every tool in one slice only.
+    assert len(here) == 2 and len(claimed) == 4
+    for part in here + claimed:
         assert part == sorted(part, key=lambda request: (request.position, TARGETS.index(request.target)))
-    first = [{request.position for request in part} for part in dealt[:2]]
+    first = [{request.position for request in part} for part in claimed[:2]]
     everything = range(len(serial_build.catalog.tools))
-    assert not first[0] & first[1] and abs(len(first[0]) - len(first[1])) <= 1
+    assert {request.position for request in here[0]} == set(everything[::slices.WARM_STRIDE])
+    assert not first[0] & first[1]  # which worker takes which run depends on timing; the bytes do not
     assert first[0] | first[1] == set(everything) - set(everything[::slices.WARM_STRIDE])
-    assert all(set(Counter(request.position for request in part).values()) == {len(TARGETS)} for part in dealt[:2])
-    assert all(not request.strict and request.target == "anthropic" for part in dealt[2:] for request in part)
+    assert all(set(Counter(request.position for request in part).values()) <= {len(TARGETS)}
+               for part in claimed[:2])
+    assert all(not request.strict and request.target == "anthropic" for part in claimed[2:] for request in part)
