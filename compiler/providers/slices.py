@@ -127,7 +127,7 @@ class SpooledLowered(Lowered):
     file, read (and decoded) only when something asks. `parameters` is only a strict lowering's."""
 
     def __init__(self, tool: Tool, kept: Kept, losses: list[Diagnostic], spool: BinaryIO) -> None:
-        self._spool, self._offset, self._length, self._measure = spool, kept.offset, kept.length, kept.measure
+        self._spool, self._offset, self.length, self._measure = spool, kept.offset, kept.length, kept.measure
         super().__init__(tool=tool, name=kept.name, definition={}, parameters=kept.parameters, strict=kept.strict,
                          losses=losses, problems=kept.problems, renamed_keys=kept.renamed_keys,
                          arg_shape=kept.arg_shape, arg_defs=kept.arg_defs)
@@ -135,7 +135,7 @@ class SpooledLowered(Lowered):
     @property
     def placed(self) -> Placed:
         self._spool.seek(self._offset)
-        return Placed(self._spool.read(self._length), self._measure)
+        return Placed(self._spool.read(self.length), self._measure)
 
     @property
     def definition(self) -> JsonObject:
@@ -283,6 +283,12 @@ def _outcome(tool: Tool, item: Made, handles: Mapping[str, BinaryIO]) -> Outcome
     if item.kept is not None:
         lowered = SpooledLowered(tool, item.kept, item.diagnostics, handles[item.request.target])
     return Outcome(lowered, item.entry, item.diagnostics, item.resolver_diagnostics)
+
+
+def spooled_bytes(ordered: Iterable[Lowered]) -> int:
+    """The bytes of the definitions among `ordered` that workers placed in spool files (what writing a tools file
+    copies and hashes), without reading them."""
+    return sum(item.length for item in ordered if isinstance(item, SpooledLowered))
 
 
 def placements(prior: PriorLowerings | None, ordered: Sequence[Lowered]) -> Placements:

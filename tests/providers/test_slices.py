@@ -16,7 +16,7 @@ from compiler.config import Config
 from compiler.infra.output import read_tree
 from compiler.infra.parallel import can_fork, fork_each
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
-from compiler.providers import codes, inline_budget, slices, validate
+from compiler.providers import codes, inline_budget, schemas, slices, validate
 from compiler.refs import inliner
 from tests.support.synthetic import synthetic_openapi
 
@@ -118,3 +118,33 @@ def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
     assert all(set(Counter(request.position for request in part).values()) <= {len(TARGETS)}
                for part in claimed[:2])
     assert all(not request.strict and request.target == "anthropic" for part in claimed[2:] for request in part)
+
+
+@pytest.mark.skipif(not can_fork(), reason="the tools files are written aside in a forked child")
+def test_tools_files_written_aside_give_the_same_bytes_and_a_cache_the_next_compile_reuses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    aside: list[list[str]] = []
+    real = schemas._written_aside
+    monkeypatch.setattr(schemas, "_written_aside", lambda ordered: aside.append(real(ordered)) or aside[-1])
+    monkeypatch.setattr(schemas, "WRITE_ASIDE_MIN_BYTES", 0)
+    monkeypatch.setattr(schemas, "cores", lambda: 2)
+    _build, written = _compile(tmp_path, "aside", "2", monkeypatch)
+    assert written == serial
+    assert aside and all(0 < len(targets) < len(TARGETS) for targets in aside)
+    lowered: list[str] = []
+    real_lower = slices.lower_tool
+    monkeypatch.setattr(slices, "lower_tool", lambda *args, **kwargs: lowered.append(args[0]) or real_lower(*args,
+                                                                                                           **kwargs))
+    _build, again = _compile(tmp_path, "aside", "2", monkeypatch)  # the child saved its targets' lowering caches
+    assert again == serial and lowered == []
+
+
+def test_the_child_writes_the_largest_targets_that_bring_it_nearest_half_of_the_bytes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    megabytes = {"anthropic": 273, "openai-chat": 184, "openai-responses": 173, "gemini": 76}  # Microsoft Graph's
+    monkeypatch.setattr(schemas, "spooled_bytes", lambda items: items[0] << 20)
+    ordered: Any = {target: [size] for target, size in megabytes.items()}
+    assert schemas._written_aside(ordered) == ["anthropic", "gemini"]  # 349 MB of 706
+    assert schemas._written_aside({"anthropic": [273]}) == []  # this process would only wait
+    assert schemas._written_aside({target: [1] for target in megabytes}) == []  # 4 MB: not worth a fork
