@@ -46,12 +46,16 @@ def _diagnostics(build: Build) -> list[str]:
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> Counter[int]:
-    """Calls of `owner.name`, by the identity of their first argument after self (or their first)."""
+    """Calls of `owner.name`, by the identity of their first argument after self (or their first). Each argument
+    is kept alive, so that no later one is counted under the identity of one that was freed (a strict lowering
+    given up for a loose one is dropped, and its parameters' address taken again)."""
     calls: Counter[int] = Counter()
+    seen: list[Any] = []
     real = getattr(owner, name)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        calls[id(args[1] if isinstance(owner, type) else args[0])] += 1
+        seen.append(args[1] if isinstance(owner, type) else args[0])
+        calls[id(seen[-1])] += 1
         return real(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, counted)
