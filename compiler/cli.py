@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from compiler.infra import ending
 from compiler.infra.collector import paused_then_frozen
 
 LAZY_COMMANDS = {
@@ -55,9 +56,12 @@ of GitHub or Stripe."""
 class LazyGroup(click.Group):
     ran: str | None = None
     """The command this process ran (as the script runs one)."""
+    script: bool = False
+    """Run as the `toolc` script (`__call__`), whose process a command of `ENDS_WITHOUT_TEARDOWN` ends at once."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The `toolc` script's entry. click's test runner calls `main`, so a test's process never ends here."""
+        self.script = True
         try:
             return self.main(*args, **kwargs)
         except SystemExit as exc:
@@ -68,6 +72,8 @@ class LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
         self.ran = command.name if command is not None else None
+        if self.script and self.ran in ENDS_WITHOUT_TEARDOWN:
+            ending.ends_at_once()
         return name, command, rest
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -23,7 +23,7 @@ from compiler.codegen import python as codegen_emit
 from compiler.codegen.stubs import stub_functions
 from compiler.config import Config
 from compiler.infra.output import read_tree
-from compiler.infra.parallel import Background, can_fork, cores, fork_each
+from compiler.infra.parallel import Background, Claims, can_fork, cores, fork_each
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.support.paths import FIXTURES
 from tests.support.synthetic import MID, synthetic_openapi
@@ -162,6 +162,31 @@ def test_fork_each_keeps_task_order_and_reports_each_as_it_ends() -> None:
     assert [index for index, _pid in results] == [0, 1, 2, 3]
     assert sorted(ended) == [0, 1, 2, 3]
     assert len({pid for _index, pid in results} | {os.getpid()}) == 5  # a child per task, none in this process
+
+
+def test_claims_hand_each_index_to_one_worker_in_runs_that_shrink() -> None:
+    claims = Claims(1000, 2)
+    taken = list(claims.runs())
+    assert [index for run in taken for index in run] == list(range(1000))
+    sizes = [len(run) for run in taken]
+    assert sizes[0] == 125 and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1  # an eighth of what is left
+    assert not claims.take()
+
+
+@pytest.mark.skipif(not can_fork(), reason="claims are shared by forked workers")
+def test_forked_workers_claim_every_index_once_and_the_free_one_takes_more() -> None:
+    claims = Claims(400, 2)
+
+    def work(pause: float) -> list[int]:
+        mine = []
+        for run in claims.runs():
+            mine.extend(run)
+            time.sleep(pause * len(run))
+        return mine
+
+    slow, quick = fork_each([partial(work, 0.004), partial(work, 0.0005)], 2)
+    assert sorted(slow + quick) == list(range(400))
+    assert len(quick) > 2 * len(slow)  # dealt out beforehand, each would have taken 200
 
 
 def test_fork_each_stops_the_others_when_a_task_fails(tmp_path: Path) -> None:

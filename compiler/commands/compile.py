@@ -21,6 +21,7 @@ from compiler.commands.support import (
 from compiler.config import ALL_TARGETS
 from compiler.fit.forms import budgets
 from compiler.fit.guide import FORM_NAMES, chosen_form
+from compiler.infra import ending
 from compiler.infra.diagnostics import CompilerError, Diagnostic, Diagnostics, Severity
 from compiler.infra.serialize import canonical_json
 from compiler.providers.registry import ALIASES
@@ -92,6 +93,7 @@ def compile_command(paths: tuple[Path, ...], config_path: Path, out_dir: Path | 
             write_report(report_path, build)
         if build is not None:
             build.files.release_spool()  # now, not at interpreter exit: the process ends without one (`cli.py`)
+            ending.hold(build)  # nor freed object by object as this returns
 
 
 def what_to_send(build: Build) -> str:

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 from compiler.build import Build, FitOutput, Layout, TargetOutput
 from compiler.config import Config
+from compiler.fit import aside as aside_files
 from compiler.fit import deferred
 from compiler.fit.codemode import code_tools
 from compiler.fit.discovery import meta_tools
@@ -211,16 +212,16 @@ def _plan(build: Build) -> _Plan:
     return _Plan(emitted_ids, by_id, toolsets, member_of, budgets(build))
 
 
-def _write_toolsets(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces) -> _Written:
-    """Each toolset's file and the provider's deferred form, cut from the target's tools array."""
+def _write_toolsets(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
+                    aside: Mapping[str, aside_files.Written]) -> _Written:
+    """Each toolset's file (cut from the target's tools array, or as a child wrote it: `aside`) and the
+    provider's deferred form."""
     written = _Written()
     dialect = PROVIDERS[output.target]
     layout = output.layout
     with output.array.open("rb") as source:
-        for toolset in plan.toolsets:
-            ids = [tool_id for tool_id in toolset.tool_ids if tool_id in layout.spans]
-            path = f"schemas/toolsets/{toolset.name}.{output.target}.json"
-            build.files.write_chunks(path, spans.array_chunks(layout, source, ids))
+        for toolset, (path, ids) in zip(plan.toolsets, aside_files.toolset_files(plan.toolsets, output), strict=True):
+            aside_files.write_toolset(build.files, path, ids, output, source, aside)
             cost = spans.array_tokens(layout, ids)
             written.sendable.append((path, ids, cost))
             written.toolset_rows[toolset.name] = {"file": path, "tools": len(ids), "tokens": cost}
@@ -271,10 +272,11 @@ def _check_budget(build: Build, output: TargetOutput, sendable: list[tuple[str, 
             f"{_largest(costs, names, ids)} ({path}, {len(ids)} tools)"), output.target))
 
 
-def _fit_target(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces) -> tuple[_Written, Any]:
+def _fit_target(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
+                aside: Mapping[str, aside_files.Written]) -> tuple[_Written, Any]:
     """Write one target's fit files and check its budget; its files and index row."""
     target, dialect = output.target, PROVIDERS[output.target]
-    written = _write_toolsets(build, plan, output, namespaces)
+    written = _write_toolsets(build, plan, output, namespaces, aside)
     all_path, all_ids, fits = f"schemas/{target}.json", list(output.layout.spans), output.fits_one_request
     all_tokens = spans.array_tokens(output.layout, all_ids)
     discovery = _write_discovery(build, output, written)
@@ -306,17 +308,21 @@ def emit_fit(build: Build) -> dict[str, FitOutput]:
     index_targets: dict[str, Any] = {}
     tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in plan.emitted_ids}
     fit: dict[str, FitOutput] = {}
-    for target, output in build.providers.items():
-        for tool_id, span in output.layout.spans.items():
-            tool_tokens[tool_id][target] = span.tokens
-        written, row = _fit_target(build, plan, output, namespaces)
-        for name, toolset_row in written.toolset_rows.items():
-            index_sets[name]["targets"][target] = toolset_row
-        index_targets[target] = row
-        all_row = row["files"]["all"]
-        fit[target] = FitOutput(target, {"tokens": all_row["all_tools_tokens"], "tokens_method": row["tokens_method"],
-                                         "toolsets": len(plan.toolsets), "fits_one_request": all_row["fits"],
-                                         "forms": row["forms"]})
+    writer = aside_files.AsideWriter(build, plan.toolsets, build.providers)
+    try:
+        for target, output in build.providers.items():
+            for tool_id, span in output.layout.spans.items():
+                tool_tokens[tool_id][target] = span.tokens
+            written, row = _fit_target(build, plan, output, namespaces, writer.take(target))
+            for name, toolset_row in written.toolset_rows.items():
+                index_sets[name]["targets"][target] = toolset_row
+            index_targets[target] = row
+            all_row = row["files"]["all"]
+            fit[target] = FitOutput(target, {"tokens": all_row["all_tools_tokens"],
+                                             "tokens_method": row["tokens_method"], "toolsets": len(plan.toolsets),
+                                             "fits_one_request": all_row["fits"], "forms": row["forms"]})
+    finally:
+        writer.close()
     index = {"format": INDEX_FORMAT, "tokenizer": tokens.ENCODING, "limit": toolset_limit(build),
              "toolsets": index_sets, "targets": index_targets,
              "tools": {tool_id: {"toolsets": plan.member_of.get(tool_id, []), "tokens": tool_tokens[tool_id]}

@@ -16,7 +16,7 @@ import os
 import pickle
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar, cast
 
@@ -130,6 +130,30 @@ def fork_each(tasks: Sequence[Callable[[], T]], workers: int, *, budget_mb: int 
         for child in running.values():
             child.cancel()
     return [results[index] for index in range(len(tasks))]
+
+
+class Claims:
+    """Indexes `0..count-1` handed out in runs to forked workers, each taking the next run when it is free
+    (`runs()`): the workers end together however the work is spread, where slices dealt out beforehand end when
+    the slowest does. Guided: a run is a share of what is left (`1 / (share * workers)`, at least `least`), so the
+    first runs are long and each worker takes neighbouring indexes (neighbouring tools share definitions, which
+    its memos then hold once), and the last ones short. Made before forking (the counter is shared memory)."""
+
+    def __init__(self, count: int, workers: int, *, share: int = 4, least: int = 1) -> None:
+        self.count, self._divisor, self._least = count, max(1, share * workers), max(1, least)
+        self._next = multiprocessing.get_context("fork").Value("q", 0)
+
+    def take(self) -> range:
+        """The next run (empty once every index is taken)."""
+        with self._next.get_lock():
+            start = self._next.value
+            end = min(self.count, start + max(self._least, (self.count - start) // self._divisor))
+            self._next.value = end
+        return range(start, end)
+
+    def runs(self) -> Iterator[range]:
+        while taken := self.take():
+            yield taken
 
 
 def _run_in_background(function: Callable[[], object], path: Path, budget_mb: int) -> None:

@@ -4,7 +4,9 @@ One tool lowered for four targets repeats work that one process does once when i
 resolver sizes and inlines the tool's schema once for both inlining targets (its memo), the malformed check runs
 once, and the targets of one family share their lowered parameters and validator memos (`LoweringCache`). Split by
 target, each worker did that work again, and three target groups never balanced over two cores. Split by tools,
-dealt out in turn (a run of big tools lands on every worker), they do.
+they do: each worker claims the next run of neighbouring tools when it is free (`parallel.Claims`), so the workers
+end together, and neighbours share definitions that only that worker's memos then hold (dealt out in turn, every
+worker met every definition and lowered it again).
 
 A worker places each definition as it will sit in the target's tools array (`spans.place`: encoded, indented,
 hashed and counted once) into a spool file of its own per target, and sends back a small record per lowering
@@ -14,7 +16,7 @@ writes each target's tools file from the spools, copying bytes (`spans.write_arr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -24,7 +26,7 @@ import orjson
 from compiler.build import Build
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.parallel import can_fork, cores, fork_each
+from compiler.infra.parallel import Claims, can_fork, cores, fork_each
 from compiler.ir import JsonObject, Tool
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered, LoweringCache, lower_env, options_key
@@ -83,7 +85,7 @@ def spool_path(spool: Path, target: str) -> Path:
     return spool.with_name(f"{spool.name}.{target}.json")
 
 
-def lower_slice(build: Build, plans: Mapping[str, TargetPlan], requests: Sequence[Request], spool: Path,
+def lower_slice(build: Build, plans: Mapping[str, TargetPlan], requests: Iterable[Request], spool: Path,
                 cache: LoweringCache) -> list[Made]:
     """Lower `requests` in this process, one `cache` for every target; each target's definitions go to its own
     spool file (`spool_path`), in request order. A tool's requests come one after another (the resolver keeps its
@@ -125,7 +127,7 @@ class SpooledLowered(Lowered):
     file, read (and decoded) only when something asks. `parameters` is only a strict lowering's."""
 
     def __init__(self, tool: Tool, kept: Kept, losses: list[Diagnostic], spool: BinaryIO) -> None:
-        self._spool, self._offset, self._length, self._measure = spool, kept.offset, kept.length, kept.measure
+        self._spool, self._offset, self.length, self._measure = spool, kept.offset, kept.length, kept.measure
         super().__init__(tool=tool, name=kept.name, definition={}, parameters=kept.parameters, strict=kept.strict,
                          losses=losses, problems=kept.problems, renamed_keys=kept.renamed_keys,
                          arg_shape=kept.arg_shape, arg_defs=kept.arg_defs)
@@ -133,7 +135,7 @@ class SpooledLowered(Lowered):
     @property
     def placed(self) -> Placed:
         self._spool.seek(self._offset)
-        return Placed(self._spool.read(self._length), self._measure)
+        return Placed(self._spool.read(self.length), self._measure)
 
     @property
     def definition(self) -> JsonObject:
@@ -224,7 +226,8 @@ class SlicedLowering:
     def _lower_missing(self, requests: Sequence[Request]) -> list[tuple[Made, dict[str, BinaryIO]]]:
         """`requests` lowered, in order, each with the spool files its definition is in: in this process, or,
         for many tools, a share here first (which fills the memos: the shared definitions resolved, lowered,
-        validated and counted once) and the rest dealt out by tool to forked workers, which inherit the memos."""
+        validated and counted once) and the rest claimed by forked workers in runs of neighbouring tools
+        (`parallel.Claims`), which inherit the memos."""
         self._rounds += 1
         spool = self._build.files.spool_dir() / f"lowering-{self._rounds}"
         order = {target: rank for rank, target in enumerate(self._plans)}
@@ -232,13 +235,14 @@ class SlicedLowering:
         distinct = sorted({request.position for request in requests})
         workers = min(cores(), len(distinct))
         parallel = workers > 1 and len(distinct) >= PARALLEL_MIN_TOOLS and can_fork()
-        parts = _deal(by_tool, distinct, workers) if parallel else [by_tool]
-        spools = [spool.with_name(f"{spool.name}-{k}") for k in range(len(parts))]
-        found = [lower_slice(self._build, self._plans, parts[0], spools[0], self._cache)]
-        if len(parts) > 1:
+        warm, runs = _warm_and_runs(by_tool, distinct) if parallel else (by_tool, [])
+        spools = [spool.with_name(f"{spool.name}-{k}") for k in range(1 + (workers if parallel else 0))]
+        found = [lower_slice(self._build, self._plans, warm, spools[0], self._cache)]
+        if parallel:
             tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's tokenizer
-            tasks = [partial(lower_slice, self._build, self._plans, part, path, self._cache)
-                     for part, path in zip(parts[1:], spools[1:], strict=True)]
+            claims = Claims(len(runs), workers)
+            tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
+                     for path in spools[1:]]
             found.extend(fork_each(tasks, workers, budget_mb=limits.worker_budget()))
         by_request: dict[Request, tuple[Made, dict[str, BinaryIO]]] = {}
         for part, made in zip(spools, found, strict=True):
@@ -252,16 +256,26 @@ class SlicedLowering:
         return handles
 
 
-def _deal(requests: Sequence[Request], tools: Sequence[int], workers: int) -> list[list[Request]]:
+def _warm_and_runs(requests: Sequence[Request], tools: Sequence[int]) -> tuple[list[Request], list[list[Request]]]:
     """The share lowered here first (every `WARM_STRIDE`th tool: spread over the catalog, it reaches most shared
-    definitions), then one slice per worker (the other tools dealt in turn: a run of big tools lands on every
-    worker). A tool's requests stay together, in the order given."""
+    definitions), and the other tools' requests, one list per tool in catalog order, for the workers to claim.
+    A tool's requests stay together, in the order given."""
     warm = set(tools[::WARM_STRIDE])
-    turn = {tool: index % workers for index, tool in enumerate(tool for tool in tools if tool not in warm)}
-    parts: list[list[Request]] = [[] for _ in range(workers + 1)]
+    first: list[Request] = []
+    runs: dict[int, list[Request]] = {}
     for request in requests:
-        parts[0 if request.position in warm else 1 + turn[request.position]].append(request)
-    return parts
+        if request.position in warm:
+            first.append(request)
+        else:
+            runs.setdefault(request.position, []).append(request)
+    return first, [runs[tool] for tool in sorted(runs)]
+
+
+def claimed(runs: Sequence[Sequence[Request]], claims: Claims) -> Iterator[Request]:
+    """The requests of each run of tools this worker claims, as it gets to them (`Claims.runs`)."""
+    for taken in claims.runs():
+        for index in taken:
+            yield from runs[index]
 
 
 def _outcome(tool: Tool, item: Made, handles: Mapping[str, BinaryIO]) -> Outcome:
@@ -269,6 +283,12 @@ def _outcome(tool: Tool, item: Made, handles: Mapping[str, BinaryIO]) -> Outcome
     if item.kept is not None:
         lowered = SpooledLowered(tool, item.kept, item.diagnostics, handles[item.request.target])
     return Outcome(lowered, item.entry, item.diagnostics, item.resolver_diagnostics)
+
+
+def spooled_bytes(ordered: Iterable[Lowered]) -> int:
+    """The bytes of the definitions among `ordered` that workers placed in spool files (what writing a tools file
+    copies and hashes), without reading them."""
+    return sum(item.length for item in ordered if isinstance(item, SpooledLowered))
 
 
 def placements(prior: PriorLowerings | None, ordered: Sequence[Lowered]) -> Placements:

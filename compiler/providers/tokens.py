@@ -172,32 +172,36 @@ def count_bytes(data: bytes) -> int:
 
 
 _SHIFT = 40
-"""`_Padded` packs two counts in one int: a definition's lines never add up to 2**40 tokens."""
+"""`_Placed` packs two counts in one int: a definition's lines never add up to 2**40 tokens."""
 
 
-class _Padded(dict[bytes, int]):
-    """Line → its tokens, plus the tokens of the line with `pad` before it shifted left by `_SHIFT`: one lookup
-    and one sum give both counts of `count_padded`."""
+class _Placed(dict[bytes, int]):
+    """A line of a definition as placed in a tools array (`pad` before every line but its first, `{`) → its
+    tokens as placed, shifted left by `_SHIFT`, plus the tokens of the line as the definition on its own has it
+    (without `pad`; the first line: with `pad`, as placed): one lookup and one sum give both counts of
+    `count_placed`."""
 
     def __init__(self, pad: bytes) -> None:
         super().__init__()
         self.pad = pad
 
     def __missing__(self, line: bytes) -> int:
-        found = self[line] = _LINES[line] | _LINES[self.pad + line] << _SHIFT
+        alone, placed = (line[len(self.pad):], line) if line.startswith(self.pad) else (line, self.pad + line)
+        found = self[line] = _LINES[alone] | _LINES[placed] << _SHIFT
         return found
 
 
-_PADDED: dict[bytes, _Padded] = {}
+_PLACED: dict[bytes, _Placed] = {}
 
 
-def count_padded(data: bytes, pad: bytes) -> tuple[int, int]:
-    """(`count_bytes(data)`, the same count with `pad` before every line): a definition's cost on its own and as
-    indented inside a tools array (`spans.py`). `data` ends with a line break, as canonical JSON does."""
-    lines = data.split(b"\n")
-    if lines.pop():
-        raise ValueError("canonical JSON ends with a line break")
-    known = _PADDED.get(pad) or _PADDED.setdefault(pad, _Padded(pad))
+def count_placed(placed: bytes, pad: bytes) -> tuple[int, int]:
+    """(tokens of a definition on its own, as canonical JSON with its final line break; the same count with `pad`
+    before every line), from the definition as it sits in a tools array: its first line `{`, every other line
+    after `pad`, no final line break (`spans.place`). A definition's cost on its own and inside the array."""
+    lines = placed.split(b"\n")
+    if lines[0] != b"{" or not pad:
+        raise ValueError("a placed definition is an object, indented inside its array")
+    known = _PLACED.get(pad) or _PLACED.setdefault(pad, _Placed(pad))
     both = sum(map(known.__getitem__, lines))
     return both & ((1 << _SHIFT) - 1), both >> _SHIFT
 

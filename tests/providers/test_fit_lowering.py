@@ -154,3 +154,21 @@ def test_line_by_line_token_counts_equal_one_direct_count(value: Any) -> None:
     data = canonical_json(value)
     direct = len(bpe_openai.get_encoding("o200k_base").encode_ordinary(data.decode()))
     assert tokens.count_bytes(data) == direct
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), json_documents, min_size=1, max_size=4), st.sampled_from([2, 4, 6]))
+def test_a_placed_definition_is_counted_on_its_own_and_as_placed(definition: dict[str, Any], width: int) -> None:
+    """`tokens.count_placed` reads the definition as `spans.place` leaves it (indented to the array's column by
+    orjson itself): both counts equal direct encodes of the definition alone and of every line after the pad."""
+    import bpe_openai
+
+    from compiler.infra.serialize import canonical_json
+    from compiler.providers import tokens
+
+    encode = bpe_openai.get_encoding("o200k_base").encode_ordinary
+    pad = b" " * width
+    alone = canonical_json(definition)
+    placed = alone[:-1].replace(b"\n", b"\n" + pad)
+    padded = b"".join(pad + line + b"\n" for line in alone[:-1].split(b"\n"))
+    assert tokens.count_placed(placed, pad) == (len(encode(alone.decode())), len(encode(padded.decode())))

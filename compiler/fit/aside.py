@@ -1,0 +1,99 @@
+"""A big catalog's toolset files, the later targets' written by a forked child while this process writes the
+earlier ones: each file is a byte range of its target's tools file, copied and hashed (Microsoft Graph: 676 MB,
+one target after another with the other core idle). The child hands back each file's spool path and sha256 (or,
+under `FileSet.SPOOL_MIN`, its bytes), and this process takes them in as it reaches the target, in the order
+it would have written them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from compiler.build import Build, TargetOutput
+from compiler.fit.toolsets import Toolset
+from compiler.infra import limits
+from compiler.infra.output import FileSet
+from compiler.infra.parallel import Background, can_fork, cores
+from compiler.providers import spans
+
+WRITE_ASIDE_MIN_BYTES = 64 << 20
+"""Below this much toolset content, copying it costs less than forking a process to share it."""
+
+
+class Written(NamedTuple):
+    """A file the child wrote: its spooled path (or its bytes, when small) and its sha256 (empty for bytes)."""
+
+    content: Path | bytes
+    digest: str
+
+
+def toolset_files(toolsets: Sequence[Toolset], output: TargetOutput) -> list[tuple[str, list[str]]]:
+    """(path, tool ids in the target's array) of each toolset file of a target, in toolset order."""
+    return [(f"schemas/toolsets/{toolset.name}.{output.target}.json",
+             [tool_id for tool_id in toolset.tool_ids if tool_id in output.layout.spans]) for toolset in toolsets]
+
+
+def write_toolset(files: FileSet, path: str, ids: list[str], output: TargetOutput, source: BinaryIO,
+                  written: Mapping[str, Written]) -> None:
+    """`path` set in `files`: taken from what the child wrote, or copied here from the tools file."""
+    done = written.get(path)
+    if done is None:
+        files.write_chunks(path, spans.array_chunks(output.layout, source, ids))
+    elif isinstance(done.content, Path):
+        files.adopt(path, done.content, done.digest)
+    else:
+        files[path] = done.content
+
+
+class AsideWriter:
+    """Starts the child (for a big catalog on several cores); `take(target)` gives what it wrote of a target
+    (waiting for it the first time), empty for a target left to this process. `close()` stops a child whose work
+    is no longer wanted."""
+
+    def __init__(self, build: Build, toolsets: Sequence[Toolset], outputs: Mapping[str, TargetOutput]) -> None:
+        self._aside = _aside(outputs) if cores() > 1 and can_fork() else []
+        self._child = Background(partial(_write, build, toolsets, [outputs[t] for t in self._aside]),
+                                 budget_mb=limits.worker_budget()) if self._aside else None
+        self._written: dict[str, Written] | None = None
+
+    def take(self, target: str) -> Mapping[str, Written]:
+        if target not in self._aside:
+            return {}
+        if self._written is None:
+            assert self._child is not None
+            self._written = self._child.result()
+            self._child = None
+        return self._written
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.cancel()
+            self._child = None
+
+
+def _aside(outputs: Mapping[str, TargetOutput]) -> list[str]:
+    """The last targets (in the order this process reaches them) holding at most half the bytes."""
+    sizes = {target: sum(span.length for span in output.layout.spans.values()) for target, output in outputs.items()}
+    total = sum(sizes.values())
+    if total < WRITE_ASIDE_MIN_BYTES:
+        return []
+    aside: list[str] = []
+    for target in reversed(list(outputs)):
+        if 2 * (sum(sizes[name] for name in aside) + sizes[target]) > total:
+            break
+        aside.append(target)
+    return aside[::-1]
+
+
+def _write(build: Build, toolsets: Sequence[Toolset], outputs: Sequence[TargetOutput]) -> dict[str, Written]:
+    """In the child: each toolset file of `outputs`, written to the spool folder (its `FileSet` copy forgets it)."""
+    written: dict[str, Written] = {}
+    for output in outputs:
+        with output.array.open("rb") as source:
+            for path, ids in toolset_files(toolsets, output):
+                build.files.write_chunks(path, spans.array_chunks(output.layout, source, ids))
+                digest = build.files.known_digest(path)
+                written[path] = Written(build.files.detach(path), digest)
+    return written
