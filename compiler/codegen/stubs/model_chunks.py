@@ -40,7 +40,7 @@ from typing import Any
 
 from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
 from compiler.codegen.stubs.identifiers import is_safe_identifier
-from compiler.codegen.stubs.literals import check_module
+from compiler.codegen.stubs.literals import check_module, parse_module
 from compiler.codegen.stubs.models import (
     ModelGenerationError,
     ModelsModule,
@@ -167,11 +167,13 @@ def _run(job: _Job) -> ModelsModule:
     with collector_paused(collect_after=True):  # its cyclic garbage collected once, when it is done
         generated = run_datamodel_codegen(job.schema, header=job.header, aliases=dict(job.aliases))
     code = ascii_fields(generated)
-    tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
-    models = analyse(code, tree, module=job.module)
-    if job.base:
-        models, tree = _swap_stand_ins(models, tree, job)
+    if job.base:  # a leaf chunk: only its rewrite is emitted, and `_swap_stand_ins` checks that
+        read = parse_module(code, filename=job.filename)
+        models, tree = _swap_stand_ins(analyse(code, read, module=job.module), read, job)
         code = models.code
+    else:
+        tree = check_module(code, filename=job.filename, allow_calls=job.allow_calls)
+        models = analyse(code, tree, module=job.module)
     classes = {statement.name: statement for statement in tree.body if isinstance(statement, ast.ClassDef)}
     lines = split_source_lines(code)
     copies = {dup: copy for dup, canon in job.copies
@@ -364,7 +366,7 @@ def _swap_stand_ins(leaf: ModelsModule, tree: ast.Module, job: _Job) -> tuple[Mo
     """The leaf chunk (and its tree) with its stand-in classes replaced by the shared module's classes
     (`Name = _models_0.Name`), in the worker that generated it. Each stand-in is found by its one field;
     `_check_stand_ins` then checks them against the shared module. A stand-in that does not line up:
-    _StandInMismatch."""
+    _StandInMismatch. `tree` is the generated leaf's, only parsed: the rewrite is what `check_module` gates."""
     by_field = {f"toolc_stand_in_{i}": name for i, name in enumerate(job.stand_ins)}
     stand_ins: dict[str, str] = {}  # class name → shared definition
     for cls, fields in leaf.fields.items():
