@@ -22,6 +22,15 @@ chunk (`i` zero-padded to the same width) and a `models.py` that re-exports ever
 name defined in exactly one chunk, plus the chunk modules themselves. Inline models get names per generator
 run (`Body12`), so one name can mean different classes in two chunks; tools.py spells those through their
 chunk (`_models._models_3.Body12`).
+
+Where the time goes (Microsoft Graph: 57 chunks, 11.5 MB of schema JSON, 15,357 classes; CPU seconds, each
+chunk's `_run` in one process, 2026-11-25): the generator 53.1 (4.5 µs per byte; its builtin formatter 4.6 of
+that), checking and reading back 5.6, the 16 leaf chunks' rewrites 1.8 (each leaf was checked twice then; now
+once, about 0.7 s less). The generator's own split (cProfile): parsing the schema into models ~45%, computing
+each model's imports (twice: once to make class names unique, once to render) ~30%, rendering ~10%, formatting
+~8%. The stand-ins are 4,712 of the classes (~2.8 s); a cheaper stand-in (an empty object: half the cost) has
+no mark of its own to be found by, since the generator names its class from the definition's name
+(`microsoft.graph.user`).
 """
 
 from __future__ import annotations
