@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from compiler.codegen.stubs import model_chunks
+from compiler.codegen.stubs import literals, model_chunks
+from compiler.codegen.stubs.literals import UnsafeModule
 from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
+from compiler.codegen.stubs.models import run_datamodel_codegen
 
 _SHARED: dict[str, Any] = {
     "graph.colour": {"type": "string", "enum": ["red", "blue"]},
@@ -92,3 +94,30 @@ def test_a_stand_in_that_does_not_line_up_falls_back_to_one_run(monkeypatch: pyt
     split = _generate(monkeypatch, split=True)
     whole = _generate(monkeypatch, split=False)
     assert split.files == whole.files
+
+
+def test_each_chunk_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leaf chunk as generated is only read (its stand-ins found); the gate compiles what is emitted, once."""
+    compiled: list[str] = []
+
+    def counting(source: Any, filename: str, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(filename)
+        return compile(source, filename, *args, **kwargs)
+
+    monkeypatch.setenv("TOOLC_JOBS", "1")  # every chunk in this process, where the calls are counted
+    monkeypatch.setattr(literals, "compile", counting, raising=False)  # the module's global shadows the builtin
+    models = _generate(monkeypatch, split=True)
+    emitted = sorted(f"splitpkg/{name}" for name in models.files)
+    assert sorted(compiled) == emitted
+
+
+def test_a_leaf_chunk_that_runs_code_on_import_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its rewrite is gated: a top-level call outside the stand-ins fails the source, as in a whole chunk."""
+    def with_a_call(schema: Any, *, header: str, aliases: Any = None) -> str:
+        code = run_datamodel_codegen(schema, header=header, aliases=aliases)
+        leaf = any(name.startswith("graph.") for name in schema["$defs"]) and "Tool0Input" in schema["$defs"]
+        return f"{code}\nprint('imported')\n" if leaf else code
+
+    monkeypatch.setattr(model_chunks, "run_datamodel_codegen", with_a_call)
+    with pytest.raises(UnsafeModule, match="top-level Expr"):
+        _generate(monkeypatch, split=True)

@@ -164,10 +164,22 @@ def check_module(code: str, *, filename: str, allow_calls: frozenset[str] = froz
     return tree
 
 
+def parse_module(code: str, *, filename: str) -> ast.Module:
+    """`code`'s tree, for a module that is only read, never emitted as it is: it is rewritten first, and the
+    rewritten module passes `check_module` (a leaf chunk of models, `model_chunks._swap_stand_ins`). Parsing is
+    the part of the check such a reading needs; compiling and inspecting it would be done again on the rewrite.
+    Raises UnsafeModule when it does not parse."""
+    with collector_paused():  # as in check_module: a tree holds no reference cycle
+        try:
+            return ast.parse(code, filename=filename)
+        except (SyntaxError, ValueError) as exc:
+            raise UnsafeModule(f"{filename} does not parse: {exc}") from exc
+
+
 def _parsed(code: str, filename: str) -> ast.Module:
     """The module's tree, once it also compiles (the compiler finds errors the parser does not)."""
+    tree = parse_module(code, filename=filename)
     try:
-        tree = ast.parse(code, filename=filename)
         compile(tree, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         raise UnsafeModule(f"{filename} does not parse: {exc}") from exc

@@ -361,8 +361,9 @@ _CLASS_FIELD = re.compile(r"^    ([^\s:=(#'\"]+)\s*:", re.MULTILINE)
 def analyse(code: str, tree: ast.Module, *, module: str = "") -> ModelsModule:
     """Read a (checked, ASCII-field) generated models module back: classes, their fields, top-level names, imports.
 
-    `tree` is `ast.parse(code)` (from `literals.check_module`); only field annotations are cut from `code` as
-    written, so the stubs spell them exactly as the models do."""
+    `tree` is `ast.parse(code)` (from `literals.check_module`, or `literals.parse_module` for a leaf chunk read
+    before it is rewritten and checked); only field annotations are cut from `code` as written, so the stubs
+    spell them exactly as the models do."""
     segment = _Segments(code)
     fields: dict[str, dict[str, str]] = {}
     local: set[str] = set()
