@@ -139,6 +139,52 @@ def test_a_warm_compile_saves_nothing_and_the_blob_is_a_link_not_a_copy(spec: Pa
         "nothing changed: the cache is not written again"
 
 
+def test_a_recompile_reads_only_the_definitions_it_reuses_never_a_tools_file_whole(
+        spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last compile's tools files (Microsoft Graph: 706 MB) are read by byte range as each reused definition is
+    copied, each range checked against the sha256 its index keeps: never read whole into memory."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    document = json.loads(spec.read_text())
+    operation = next(iter(next(iter(document["paths"].values())).values()))
+    operation["description"] = "Reworded."
+    spec.write_text(json.dumps(document))
+    whole: list[str] = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda path: whole.append(path.name) or real_read(path))
+    ranges: list[int] = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, length, offset: ranges.append(length) or real_pread(fd, length, offset))
+    _build, recompiled = compile_into(spec, out)
+    assert not [name for name in whole if name.endswith(".blob")], "no tools file of the cache is read whole"
+    sizes = {target: blob_of(out, target).stat().st_size for target in TARGETS}
+    assert ranges and max(ranges) < min(sizes.values()) and sum(ranges) < sum(sizes.values())
+    assert recompiled == clean(spec, tmp_path)
+
+
+def test_a_definition_altered_in_place_is_caught_as_it_is_copied_and_the_cache_saved_afresh(
+        spec: Path, tmp_path: Path, lowered: list[str]) -> None:
+    """The blob is the output's tools file (one inode): edited in place, its bytes no longer match their
+    hashes when they are copied. The compile notes it (TC140), lowers everything again, and saves a cache the
+    next compile reuses whole."""
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    blob = blob_of(out, "gemini")
+    content = blob.read_bytes()
+    with blob.open("r+b") as handle:  # in place: the output file sees it too
+        handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
+    lowered.clear()
+    build, again = compile_into(spec, out)
+    assert again == cold
+    notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+    assert len(notes) == 1 and "do not match their hashes" in notes[0].message, notes
+    assert len(lowered) >= len(build.catalog.tools) * len(TARGETS), "lowered again from nothing"
+    lowered.clear()
+    build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered
+    assert not [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+
+
 DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "blob missing", "one entry damaged",
            "an entry out of bounds", "other settings"]
 
@@ -178,7 +224,8 @@ def test_a_damaged_cache_never_changes_the_output(spec: Path, tmp_path: Path, lo
     assert again == cold
     assert lowered, "what the damaged file held is lowered again"
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
-    whole_file = ("cut short", "not json", "foreign envelope", "a definition altered", "blob missing")
+    # A definition past the end of a blob cut short is one entry gone, lowered again like an entry out of bounds.
+    whole_file = ("not json", "foreign envelope", "a definition altered", "blob missing")
     assert len(notes) == (1 if damage in whole_file else 0), notes
 
 
