@@ -67,6 +67,13 @@ def compile_into(spec: Path, out: Path, *, codegen: bool = False) -> tuple[Build
     return build, read_tree(out)
 
 
+def reword_first_operation(spec: Path) -> None:
+    document = json.loads(spec.read_text())
+    operation = next(iter(next(iter(document["paths"].values())).values()))
+    operation["description"] = "Reworded."
+    spec.write_text(json.dumps(document))
+
+
 def clean(spec: Path, tmp_path: Path, name: str = "clean") -> dict[str, bytes]:
     """A compile from nothing, into a folder of its own (no cache beside it)."""
     return compile_into(spec, tmp_path / name / "out")[1]
@@ -145,10 +152,7 @@ def test_a_recompile_reads_only_the_definitions_it_reuses_never_a_tools_file_who
     copied, each range checked against the sha256 its index keeps: never read whole into memory."""
     out = tmp_path / "out"
     compile_into(spec, out)
-    document = json.loads(spec.read_text())
-    operation = next(iter(next(iter(document["paths"].values())).values()))
-    operation["description"] = "Reworded."
-    spec.write_text(json.dumps(document))
+    reword_first_operation(spec)
     whole: list[str] = []
     real_read = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda path: whole.append(path.name) or real_read(path))
@@ -241,10 +245,7 @@ def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec
     """The models do not hold an operation's description, so no chunk is generated again; the models' header
     (the source's input hash, which the description changes) is this compile's all the same."""
     compile_into(spec, tmp_path / "out", codegen=True)
-    document = json.loads(spec.read_text())
-    operation = next(iter(next(iter(document["paths"].values())).values()))
-    operation["description"] = "Reworded."
-    spec.write_text(json.dumps(document))
+    reword_first_operation(spec)
     generated: list[str] = []
     real = model_chunks._run
     monkeypatch.setattr(model_chunks, "_run", lambda job: generated.append(job.filename) or real(job))
