@@ -17,6 +17,7 @@ opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code 
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from compiler.codegen.router.tables import (
 )
 from compiler.fit.forms import toolsets_of
 from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.output import SpooledFile, spool_file
 from compiler.infra.serialize import compact_json
 from compiler.ir import HttpBinding, McpBinding, Tool
 from compiler.refs import RefResolver
@@ -113,15 +115,30 @@ def router_context(build: Build) -> dict[str, object]:
     }
 
 
+CATALOG_FILE = f"{PACKAGE}/_catalog.json"
+
+
 def generate_router(build: Build) -> dict[str, bytes]:
     """`{"toolc_router/<module>": source}`; a template failure is a TC636 error and no router is emitted."""
+    files, _spooled = _router_files(build, None)
+    return files
+
+
+def generate_router_spooled(build: Build, spool: Path) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
+    """`generate_router`, but `_catalog.json` is written to a file in `spool` as it is encoded, never held whole:
+    Microsoft Graph's is 168 MB, and encoded as one `bytes` it took twice that (the encoder's buffer, then the
+    result) in the process making the router, beside the compile's own memory."""
+    return _router_files(build, spool)
+
+
+def _router_files(build: Build, spool: Path | None) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
     context = router_context(build)
     try:
         tables = render(TEMPLATE, **context)
     except jinja2.TemplateError as exc:
         build.diagnostics.report(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
                                  source=f"templates/{TEMPLATE}")
-        return {}
+        return {}, {}
     parts = included_parts(build.config)
     files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
@@ -136,7 +153,12 @@ def generate_router(build: Build) -> dict[str, bytes]:
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     schemas = bundled_inputs(build, routed)
-    files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed, schemas)
+    spooled: dict[str, SpooledFile] = {}
+    catalog = discovery_catalog_chunks(build, routed, schemas)
+    if spool is None:
+        files[CATALOG_FILE] = b"".join(catalog)
+    else:
+        spooled[CATALOG_FILE] = spool_file(spool / "router-catalog.json", catalog)
     files[f"{PACKAGE}/_codemode.json"] = codemode_file(build, routed, schemas)
     files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
     if "serve" in parts:
@@ -145,7 +167,8 @@ def generate_router(build: Build) -> dict[str, bytes]:
         assert isinstance(maps, NameMaps)
         report_ambiguous_names(build, routed, maps)
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
-    return {path: content for path, content in files.items() if path not in left_out}
+    return ({path: content for path, content in files.items() if path not in left_out},
+            {path: file for path, file in spooled.items() if path not in left_out})
 
 
 def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:
@@ -168,12 +191,17 @@ def bundled_inputs(build: Build, routed: list[Tool]) -> dict[str, Any]:
             for tool in sorted(routed, key=lambda item: item.id)}
 
 
-def discovery_catalog(build: Build, routed: list[Tool], schemas: dict[str, Any]) -> bytes:
-    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas)."""
+def discovery_catalog_chunks(build: Build, routed: list[Tool], schemas: dict[str, Any]) -> Iterator[bytes]:
+    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas),
+    tool by tool: the bytes of `compact_json({"format": 1, "tools": {tool id: entry}}) + b"\n"` (its keys sorted,
+    as the tool ids are here), never one object of every entry nor one `bytes` of the file."""
     index_file = build.files.get("schemas/toolsets/index.json")
     index = orjson.loads(index_file) if index_file else {}
-    tools: dict[str, Any] = {}
-    for tool in sorted(routed, key=lambda item: item.id):
-        tools[tool.id] = {"name": tool.name, "description": tool.description or tool.title or "",
-                          "toolsets": toolsets_of(index, tool.id), "input_schema": schemas[tool.id]}
-    return compact_json({"format": 1, "tools": tools}) + b"\n"
+    by_id = {tool.id: tool for tool in routed}
+    yield b'{"format":1,"tools":{'
+    for position, tool_id in enumerate(sorted(by_id)):
+        tool = by_id[tool_id]
+        entry = {"name": tool.name, "description": tool.description or tool.title or "",
+                 "toolsets": toolsets_of(index, tool.id), "input_schema": schemas[tool.id]}
+        yield (b"," if position else b"") + orjson.dumps(tool_id) + b":" + compact_json(entry)
+    yield b"}}\n"
