@@ -34,6 +34,7 @@ from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.dialect import Lowered
+from compiler.providers.registry import PROVIDERS
 from compiler.providers.spans import Measure, Placed
 
 
@@ -123,6 +124,9 @@ class PriorLowerings:
         """`ir_hashes`: tool id → `ToolHasher.ir_hash` (the tool and every shared definition it reaches).
         Without `read`, the last compile's cache is not read (only this compile's saved)."""
         self._out_dir, self._target, self._ir_hashes = out_dir, target, ir_hashes
+        self._keeps_parameters = PROVIDERS[target].budget is not None
+        """Only a strict budget reads a lowering's parameters: a target without one keeps none (Microsoft Graph:
+        9 MB of each OpenAI target's 25 MB index, decoded on every recompile for nothing)."""
         settings = {"target": target, "config": config.model_dump(mode="json", exclude={"root"})}
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
@@ -158,7 +162,7 @@ class PriorLowerings:
 
     def put(self, tool: Tool, name: str, strict: bool, outcome: Outcome) -> None:
         key = self._keys[tool.id] = self._key(tool, name, strict)
-        self._now[key] = _encode(outcome)
+        self._now[key] = _encode(outcome, self._keeps_parameters)
         if outcome.lowered is not None:
             self._given[tool.id] = self._made[key] = outcome.lowered
 
@@ -219,14 +223,14 @@ def _open_blob(out_dir: Path, target: str, diagnostics: Diagnostics) -> _Blob | 
         return None
 
 
-def _encode(outcome: Outcome) -> dict[str, Any]:
+def _encode(outcome: Outcome, keep_parameters: bool) -> dict[str, Any]:
     lowered = outcome.lowered
     return {
         "lowered": None if lowered is None else {
             "name": lowered.name, "strict": lowered.strict, "problems": [list(problem) for problem in lowered.problems],
             "renamed_keys": lowered.renamed_keys, "arg_shape": lowered.arg_shape, "arg_defs": lowered.arg_defs,
             # Only the strict budget reads parameters, and only of strict tools: the rest are not kept.
-            **({"parameters": lowered.parameters} if lowered.strict else {})},
+            **({"parameters": lowered.parameters} if lowered.strict and keep_parameters else {})},
         "entry": outcome.entry,
         "diagnostics": [d.to_row() for d in outcome.diagnostics],
         "resolver": [d.to_row() for d in outcome.resolver_diagnostics],

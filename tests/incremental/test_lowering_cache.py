@@ -189,6 +189,23 @@ def test_a_definition_altered_in_place_is_caught_as_it_is_copied_and_the_cache_s
     assert not [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
 
 
+def test_only_a_target_with_a_strict_budget_keeps_its_strict_parameters(spec: Path, tmp_path: Path,
+                                                                       lowered: list[str]) -> None:
+    """The strict budget (Anthropic's) is the one reader of a cached lowering's parameters: the other targets'
+    indexes leave them out, and a recompile from them is still warm and identical."""
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    for target in TARGETS:
+        items = orjson.loads(store.cache_path(out, lowering.kind(target)).read_bytes())["payload"].values()
+        strict = [item["lowered"] for item in items if item["lowered"] is not None and item["lowered"]["strict"]]
+        assert strict or target == "gemini", target  # Gemini has no strict mode
+        kept = [item for item in strict if "parameters" in item]
+        assert len(kept) == (len(strict) if target == "anthropic" else 0), target
+    lowered.clear()
+    _build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered
+
+
 DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "blob missing", "one entry damaged",
            "an entry out of bounds", "other settings"]
 
