@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
+from compiler.codegen.format_reuse import FormatReuse
 from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
@@ -36,11 +37,14 @@ def emit_python(build: Build) -> CodegenRecord | None:
     generated, spooled = _generate(build)
     if generated:
         generated["ruff.toml"] = RUFF_TOML
+    formats = FormatReuse(build.out_dir, build.previous_output, build.diagnostics) if build.out_dir else None
     try:
-        formatted = format_python(generated)
+        formatted = format_python(generated, formats)
     except FormatError as exc:
         build.diagnostics.report(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
         return None
+    if formats is not None:
+        formats.save()
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():
         build.add_file(path, content)
