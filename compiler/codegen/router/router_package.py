@@ -144,12 +144,11 @@ def _router_files(build: Build, spool: Path | None) -> tuple[dict[str, bytes], d
     files[f"{PACKAGE}/_tables.py"] = tables.encode()
     files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
     files[f"{PACKAGE}/py.typed"] = b""
-    example = context["env_example"]
-    assert isinstance(example, bytes)
+    example, tables_json, maps = context["env_example"], context["tables_json"], context["name_maps"]
+    assert isinstance(example, bytes) and isinstance(tables_json, bytes) and isinstance(maps, NameMaps)
     files[f"{PACKAGE}/.env.example"] = example
-    tables_json = context["tables_json"]
-    assert isinstance(tables_json, bytes)
     files[f"{PACKAGE}/_tables.json"] = tables_json
+    del context, tables  # the tool rows and their table (Microsoft Graph: ~90 MB) are not needed past this point
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
     schemas = bundled_inputs(build, routed)
@@ -163,8 +162,6 @@ def _router_files(build: Build, spool: Path | None) -> tuple[dict[str, bytes], d
     files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
     if "serve" in parts:
         files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
-        maps = context["name_maps"]
-        assert isinstance(maps, NameMaps)
         report_ambiguous_names(build, routed, maps)
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
     return ({path: content for path, content in files.items() if path not in left_out},
