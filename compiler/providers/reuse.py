@@ -198,15 +198,11 @@ class PriorLowerings:
                              store.Entry(self._settings, self._now, layout.sha256), tools_file)
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
-        # What outlives the stage (the name-map entry, the diagnostics and their strings) is a copy, not the
-        # decoded index's own objects: those are spread over all of the index's memory, and kept alive they
-        # pinned most of it for the rest of the compile (Microsoft Graph: ~140 MB more than a cold compile).
-        entry, rows, resolver_rows = orjson.loads(orjson.dumps([item["entry"], item["diagnostics"], item["resolver"]]))
-        diagnostics = [Diagnostic.from_row(d) for d in rows]
-        resolver = [Diagnostic.from_row(d) for d in resolver_rows]
+        diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
+        resolver = [Diagnostic.from_row(d) for d in item["resolver"]]
         if item["lowered"] is None:
             return Outcome(None, None, diagnostics, resolver)
-        if not isinstance(entry, dict) or not isinstance(item["lowered"], dict):
+        if not isinstance(item["entry"], dict) or not isinstance(item["lowered"], dict):
             raise TypeError("a lowering and its name-map entry are objects")
         span = None
         if item["at"] is not None or "definition" not in item["lowered"]:
@@ -215,7 +211,7 @@ class PriorLowerings:
                                           and 0 <= offset <= offset + length <= self._blob.size):
                 raise ValueError("a definition outside the cached tools file")
             span = CachedSpan(self._blob, offset, length, Measure(str(digest), int(tokens), int(inner), str(sha256)))
-        return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), entry, diagnostics, resolver)
+        return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
 
 
 def _open_blob(out_dir: Path, target: str, diagnostics: Diagnostics) -> _Blob | None:
