@@ -1,6 +1,6 @@
-"""The router's `_catalog.json` (Microsoft Graph: 168 MB) is encoded tool by tool into the compile's spool folder,
-by the process that makes the router (a forked child for a big catalog), and adopted with the sha256 it was
-written with: never one `bytes` of the whole file in either process. Its bytes are the canonical compact
+"""The router's data files (Microsoft Graph: 234 MB) are written into the compile's spool folder as they are made,
+by the process that makes the router (a forked child for a big catalog), and adopted with the sha256 they were
+written with; `_catalog.json` (168 MB of them) tool by tool: never one `bytes` of the whole file in either process. Its bytes are the canonical compact
 encoding all the same (keys sorted, as `compact_json` sorts them, non-ASCII tool ids included)."""
 
 from __future__ import annotations
@@ -59,4 +59,8 @@ def test_the_discovery_catalog_is_spooled_as_encoded_never_held_whole(
     assert {"émigré", "Zebra"} <= {entry["name"] for entry in tools.values()}
     if not background:  # a forked child's encodings are not seen here
         assert encoded and max(encoded) < len(content) / 2, "encoded entry by entry, never as one object"
+    data_files = [path for path in build.files if path.startswith("python/toolc_router/_") and path.endswith(".json")]
+    assert len(data_files) >= 5
+    for path in data_files:  # every data file of the router is adopted from the spool, none held
+        assert build.files.known_digest(path) == "sha256:" + hashlib.sha256(build.files[path]).hexdigest(), path
     build.files.release_spool()

@@ -17,7 +17,7 @@ opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code 
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,6 @@ def router_context(build: Build) -> dict[str, object]:
     }
 
 
-CATALOG_FILE = f"{PACKAGE}/_catalog.json"
-
-
 def generate_router(build: Build) -> dict[str, bytes]:
     """`{"toolc_router/<module>": source}`; a template failure is a TC636 error and no router is emitted."""
     files, _spooled = _router_files(build, None)
@@ -125,10 +122,24 @@ def generate_router(build: Build) -> dict[str, bytes]:
 
 
 def generate_router_spooled(build: Build, spool: Path) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
-    """`generate_router`, but `_catalog.json` is written to a file in `spool` as it is encoded, never held whole:
-    Microsoft Graph's is 168 MB, and encoded as one `bytes` it took twice that (the encoder's buffer, then the
-    result) in the process making the router, beside the compile's own memory."""
+    """`generate_router`, but its data files are written to `spool` as they are made, never held: Microsoft
+    Graph's are 234 MB, `_catalog.json` 168 MB of them, which encoded as one `bytes` took twice that (the
+    encoder's buffer, then the result) in the process making the router, beside the compile's own memory."""
     return _router_files(build, spool)
+
+
+class _Output:
+    """The router's files as they are made: its JSON data files go to the spool folder when there is one."""
+
+    def __init__(self, spool: Path | None, files: dict[str, bytes]) -> None:
+        self.spool, self.files = spool, files
+        self.spooled: dict[str, SpooledFile] = {}
+
+    def data(self, name: str, chunks: Iterable[bytes]) -> None:
+        if self.spool is None:
+            self.files[f"{PACKAGE}/{name}"] = b"".join(chunks)
+        else:
+            self.spooled[f"{PACKAGE}/{name}"] = spool_file(self.spool / f"router-{name.lstrip('_')}", chunks)
 
 
 def _router_files(build: Build, spool: Path | None) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
@@ -140,32 +151,27 @@ def _router_files(build: Build, spool: Path | None) -> tuple[dict[str, bytes], d
                                  source=f"templates/{TEMPLATE}")
         return {}, {}
     parts = included_parts(build.config)
-    files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
-    files[f"{PACKAGE}/_tables.py"] = tables.encode()
-    files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
-    files[f"{PACKAGE}/py.typed"] = b""
+    out = _Output(spool, {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()})
+    out.files[f"{PACKAGE}/_tables.py"] = tables.encode()
+    out.files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
+    out.files[f"{PACKAGE}/py.typed"] = b""
     example, tables_json, maps = context["env_example"], context["tables_json"], context["name_maps"]
     assert isinstance(example, bytes) and isinstance(tables_json, bytes) and isinstance(maps, NameMaps)
-    files[f"{PACKAGE}/.env.example"] = example
-    files[f"{PACKAGE}/_tables.json"] = tables_json
-    del context, tables  # the tool rows and their table (Microsoft Graph: ~90 MB) are not needed past this point
+    out.files[f"{PACKAGE}/.env.example"] = example
+    out.data("_tables.json", [tables_json])
+    del context, tables, tables_json  # the tool rows and their table (Microsoft Graph: ~90 MB) are done with
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
-    files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
+    out.data("_schemas.json", [schemas_file(build.catalog, routed, build.diagnostics)])
     schemas = bundled_inputs(build, routed)
-    spooled: dict[str, SpooledFile] = {}
-    catalog = discovery_catalog_chunks(build, routed, schemas)
-    if spool is None:
-        files[CATALOG_FILE] = b"".join(catalog)
-    else:
-        spooled[CATALOG_FILE] = spool_file(spool / "router-catalog.json", catalog)
-    files[f"{PACKAGE}/_codemode.json"] = codemode_file(build, routed, schemas)
-    files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
+    out.data("_catalog.json", discovery_catalog_chunks(build, routed, schemas))
+    out.data("_codemode.json", [codemode_file(build, routed, schemas)])
+    out.data("_pins.json", [pins_file(routed, build.config, build.diagnostics)])
     if "serve" in parts:
-        files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
+        out.data("_serve.json", [serve_file(build.catalog, routed, build.config.names)])
         report_ambiguous_names(build, routed, maps)
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
-    return ({path: content for path, content in files.items() if path not in left_out},
-            {path: file for path, file in spooled.items() if path not in left_out})
+    return ({path: content for path, content in out.files.items() if path not in left_out},
+            {path: file for path, file in out.spooled.items() if path not in left_out})
 
 
 def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:
