@@ -80,9 +80,11 @@ def fingerprint(build: Build) -> str:
     return _sha256(compact_json(inputs))
 
 
-def record(key: str, files: Mapping[str, bytes], diagnostics: Iterable[Diagnostic]) -> CodegenRecord:
-    """What the cache keeps for the next compile."""
-    return CodegenRecord(inputs=key, files={path: _sha256(content) for path, content in sorted(files.items())},
+def record(key: str, files: Mapping[str, bytes], diagnostics: Iterable[Diagnostic],
+           hashed: Mapping[str, str] | None = None) -> CodegenRecord:
+    """What the cache keeps for the next compile. `hashed`: files not held, by path, with their sha256."""
+    digests = {**{path: _sha256(content) for path, content in files.items()}, **(hashed or {})}
+    return CodegenRecord(inputs=key, files=dict(sorted(digests.items())),
                          diagnostics=tuple(d.to_json() for d in diagnostics))
 
 

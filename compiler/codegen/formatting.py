@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from compiler.codegen.format_reuse import FormatReuse
+
 FORMAT_FAILED = "TC638"
 LINE_LENGTH = 88
 TARGET_VERSION = "py311"
@@ -39,11 +41,26 @@ def ruff_binary() -> str:
     return str(find_ruff_bin())
 
 
-def format_python(files: Mapping[str, bytes]) -> dict[str, bytes]:
-    """`files` with every `.py` file formatted; one ruff run over a scratch copy (ruff formats in parallel)."""
+def format_python(files: Mapping[str, bytes], reuse: FormatReuse | None = None) -> dict[str, bytes]:
+    """`files` with every `.py` file formatted; one ruff run over a scratch copy (ruff formats in parallel) of those
+    `reuse` (the last compile's formatting) does not give back."""
     sources = {path: content for path, content in files.items() if path.endswith(".py")}
-    if not sources:
-        return dict(files)
+    formatted: dict[str, bytes] = {}
+    if reuse is not None:
+        for path, content in sources.items():
+            found = reuse.get(path, content)
+            if found is not None:
+                formatted[path] = found
+    missing = {path: content for path, content in sources.items() if path not in formatted}
+    made = _run_ruff(missing) if missing else {}
+    if reuse is not None:
+        for path, content in missing.items():
+            reuse.put(path, content, made[path])
+    formatted.update(made)
+    return {path: formatted.get(path, content) for path, content in files.items()}
+
+
+def _run_ruff(sources: Mapping[str, bytes]) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory(prefix="toolc-format-") as scratch:
         root = Path(scratch)
         for path, content in sources.items():
@@ -58,5 +75,4 @@ def format_python(files: Mapping[str, bytes]) -> dict[str, bytes]:
             raise FormatError(f"cannot run ruff: {exc}") from exc
         if result.returncode != 0:
             raise FormatError(result.stderr.decode("utf-8", "replace").strip()[:2000] or f"exit {result.returncode}")
-        formatted = {path: (root / path).read_bytes() for path in sources}
-    return {path: formatted.get(path, content) for path, content in files.items()}
+        return {path: (root / path).read_bytes() for path in sources}

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
+from compiler.codegen.format_reuse import FormatReuse
 from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
+from compiler.infra.output import SpooledFile
 from compiler.infra.parallel import Background, can_fork, cores
 
 BACKGROUND_MIN_TOOLS = 1000
@@ -32,32 +34,41 @@ def emit_python(build: Build) -> CodegenRecord | None:
     if reused is not None:
         return reused
     before = len(build.diagnostics)
-    generated = _generate(build)
+    generated, spooled = _generate(build)
     if generated:
         generated["ruff.toml"] = RUFF_TOML
+    formats = FormatReuse(build.out_dir, build.previous_output, build.diagnostics) if build.out_dir else None
     try:
-        formatted = format_python(generated)
+        formatted = format_python(generated, formats)
     except FormatError as exc:
         build.diagnostics.report(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
         return None
+    if formats is not None:
+        formats.save()
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():
         build.add_file(path, content)
-    return record(key, files, build.diagnostics.items[before:])
+    for path, file in sorted(spooled.items()):
+        build.files.adopt(f"python/{path}", file.path, file.sha256)
+    return record(key, files, build.diagnostics.items[before:],
+                  {f"python/{path}": file.sha256 for path, file in spooled.items()})
 
 
-def _generate(build: Build) -> dict[str, bytes]:
-    """The router's files and the stubs', with the router's diagnostics before the stubs' wherever it ran."""
+def _generate(build: Build) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
+    """The router's files and the stubs', with the router's diagnostics before the stubs' wherever it ran; the
+    router's biggest file is left in the spool folder (`generate_router_spooled`)."""
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
-    from compiler.codegen.router.router_package import generate_router
+    from compiler.codegen.router.router_package import generate_router_spooled
     from compiler.codegen.stubs.stub_packages import generate_stubs
 
+    spool = build.files.spool_dir()  # made here, before any fork: a child's own would go when the child ends
     if cores() < 2 or len(build.catalog.tools) < BACKGROUND_MIN_TOOLS or not can_fork():
-        return {**generate_router(build), **generate_stubs(build)}
+        router_files, spooled = generate_router_spooled(build, spool)
+        return {**router_files, **generate_stubs(build)}, spooled
 
-    def router_with_diagnostics() -> tuple[dict[str, bytes], list[Diagnostic]]:
+    def router_with_diagnostics() -> tuple[tuple[dict[str, bytes], dict[str, SpooledFile]], list[Diagnostic]]:
         mark = len(build.diagnostics)  # in the child: what it adds is handed back with its files
-        return generate_router(build), build.diagnostics.items[mark:]
+        return generate_router_spooled(build, spool), build.diagnostics.items[mark:]
 
     router = Background(router_with_diagnostics, budget_mb=limits.worker_budget())
     mark = len(build.diagnostics)
@@ -66,8 +77,8 @@ def _generate(build: Build) -> dict[str, bytes]:
     except BaseException:
         router.cancel()
         raise
-    router_files, router_diagnostics = router.result()
+    (router_files, spooled), router_diagnostics = router.result()
     stubs_diagnostics = build.diagnostics.items[mark:]
     del build.diagnostics.items[mark:]
     build.diagnostics.extend([*router_diagnostics, *stubs_diagnostics])
-    return {**router_files, **stubs}
+    return {**router_files, **stubs}, spooled

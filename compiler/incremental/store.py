@@ -1,17 +1,18 @@
 """Cache files beside the output folder: `<output's parent>/.toolc-cache/<output name>.<kind>.json`, and for a
 kind saved with a blob of bytes, `<output name>.<kind>.blob` beside it, whose sha256 the envelope holds (the blob is
-a hard link to the file it records where the file system allows: hundreds of MB are never copied).
+a hard link to the file it records where the file system allows: hundreds of MB are never copied). A blob is
+never read here: its reader reads the ranges it needs and checks each against a hash its payload keeps
+(`providers.reuse`), so hundreds of MB are never held or hashed whole.
 
 Each file is an envelope `{"format", "kind", "toolc", "key", "payload", "blob"}`. It is read back only when it
-is what this compile expects: a file from another toolc (`toolc` differs), of another format or kind, one that
-is not JSON, or a blob that does not match its hash is ignored with a note (TC140) and the work is done again.
+is what this compile expects: a file from another toolc (`toolc` differs), of another format or kind, or one that
+is not JSON is ignored with a note (TC140) and the work is done again; so is a blob its reader finds altered.
 A cache is never trusted: reusing it must give the bytes a compile from nothing gives, and the caller's key says
 what it was made from.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from collections.abc import Callable
@@ -60,7 +61,7 @@ def _read(path: Path, diagnostics: Diagnostics) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        _ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
+        ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
         return None
 
 
@@ -79,17 +80,17 @@ def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: C
     try:
         data = _decode(raw)
     except orjson.JSONDecodeError:
-        _ignored(diagnostics, path, "not JSON (corrupted)")
+        ignored(diagnostics, path, "not JSON (corrupted)")
         return None
     if not isinstance(data, dict) or data.get("format") != STORE_FORMAT or data.get("kind") != kind:
-        _ignored(diagnostics, path, "not a toolc cache of this format")
+        ignored(diagnostics, path, "not a toolc cache of this format")
         return None
     if data.get("toolc") != identity.toolc_identity():
-        _ignored(diagnostics, path, "written by another toolc (version, code or libraries differ)")
+        ignored(diagnostics, path, "written by another toolc (version, code or libraries differ)")
         return None
     key, payload, blob = data.get("key"), data.get("payload"), data.get("blob", "")
     if not isinstance(key, str) or not isinstance(blob, str) or not valid(payload):
-        _ignored(diagnostics, path, "its content is malformed (corrupted)")
+        ignored(diagnostics, path, "its content is malformed (corrupted)")
         return None
     return Entry(key, payload, blob)
 
@@ -122,29 +123,10 @@ def _prepare(folder: Path) -> None:
         ignore.write_text("# toolc's build cache: never committed\n*\n")
 
 
-def load_with_blob(out_dir: Path, kind: str, diagnostics: Diagnostics,
-                   valid: Callable[[Any], bool] = lambda payload: True) -> tuple[Entry, bytes] | None:
-    """An entry saved by `save_with_blob` and its blob, whose sha256 the envelope holds (a blob missing, cut
-    short or altered is ignored like a corrupted file)."""
-    entry = load(out_dir, kind, diagnostics, valid)
-    if entry is None:
-        return None
-    path = cache_path(out_dir, kind, suffix=".blob")
-    try:
-        blob = path.read_bytes()  # read once, never copied (hundreds of MB)
-    except OSError as exc:
-        _ignored(diagnostics, path, f"its blob is unreadable ({exc.strerror or exc})")
-        return None
-    if entry.blob != "sha256:" + hashlib.sha256(blob).hexdigest():
-        _ignored(diagnostics, path, "its content does not match its hash (corrupted)")
-        return None
-    return entry, blob
-
-
 def save_with_blob(out_dir: Path, kind: str, entry: Entry, blob: Path) -> None:
     """`entry` (whose `blob` is the sha256 of the file `blob`, as its writer hashed it), then the file itself,
     hard-linked (copied across file systems). The blob goes in first: a reader that comes between sees the old
-    envelope with the new blob, a hash that does not match, and ignores both."""
+    envelope with the new blob, ranges that do not match their hashes, and ignores both."""
     path = cache_path(out_dir, kind, suffix=".blob")
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
@@ -163,7 +145,7 @@ def save_with_blob(out_dir: Path, kind: str, entry: Entry, blob: Path) -> None:
 
 def _link_or_copy(source: Path, target: Path) -> None:
     """The blob's writer never writes it again, nor does the output it may also be linked into (written by
-    rename, never in place); were it changed all the same, its hash no longer matches and it is ignored."""
+    rename, never in place); were it changed all the same, its ranges no longer match and it is ignored."""
     try:
         os.link(source, target)
     except OSError:
@@ -175,5 +157,6 @@ def forget(out_dir: Path, kind: str) -> None:
     cache_path(out_dir, kind, suffix=".blob").unlink(missing_ok=True)
 
 
-def _ignored(diagnostics: Diagnostics, path: Path, why: str) -> None:
+def ignored(diagnostics: Diagnostics, path: Path, why: str) -> None:
+    """The TC140 note: a cache file not used, and why."""
     diagnostics.report(CACHE_IGNORED, f"cache ignored: {why}; compiling without it", source=str(path))

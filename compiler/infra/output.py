@@ -9,12 +9,31 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from compiler.infra.diagnostics import CompilerError, Diagnostic
 from compiler.infra.spool import Spool
 
 CANNOT_WRITE = "TC120"
+
+
+class SpooledFile(NamedTuple):
+    """A file too big to hold, written into a build's spool folder as it was made (by a worker process too),
+    for `FileSet.adopt`."""
+
+    path: Path
+    sha256: str
+    """`sha256:<hex>` of its bytes, hashed as they were written."""
+
+
+def spool_file(path: Path, chunks: Iterable[bytes]) -> SpooledFile:
+    """Write `chunks` to `path` (in a spool folder), hashing them on the way."""
+    digest = hashlib.sha256()
+    with path.open("wb") as out:
+        for chunk in chunks:
+            digest.update(chunk)
+            out.write(chunk)
+    return SpooledFile(path, "sha256:" + digest.hexdigest())
 
 
 class FileSet(MutableMapping[str, bytes]):

@@ -6,15 +6,21 @@ project's settings and toolc itself; its key hashes all of them (the tool and wh
 `incremental.ir_hash.ToolHasher`, the Merkle hash the lock uses; toolc through the store's envelope).
 
 Per target, an index (`.toolc-cache/<output>.lowered-<target>.json`: key → name-map entry, the diagnostics
-lowering reported, the resolver's included, and where the definition sits) and the target's tools file as the
-last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing saves neither again. A hit is never decoded: `spans.write_array` copies its bytes as
-they were placed in the array, with the digest and tokens measured then. The file holds only this compile's
-tools, so it never grows past one compile's worth.
+lowering reported, the resolver's included, and where the definition sits with the sha256 of its bytes) and the
+target's tools file as the last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing
+saves neither again. A hit is never decoded, and the tools file is never read whole: `spans.write_array` copies
+each reused definition's bytes from it by byte range as it reaches the definition (`CachedSpan`), checked
+against their sha256, with the digest and tokens measured when they were placed. Microsoft Graph's four tools
+files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
+(the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
+lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
+one compile's worth.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,11 +34,51 @@ from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.dialect import Lowered
+from compiler.providers.registry import PROVIDERS
 from compiler.providers.spans import Measure, Placed
 
 
 def kind(target: str) -> str:
     return f"lowered-{target}"
+
+
+class DamagedCache(ValueError):
+    """A reused definition's bytes in the last compile's tools file are not those its index recorded."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path}: a reused definition's bytes do not match their hash")
+        self.path = path
+
+
+class _Blob:
+    """The last compile's tools file, open for reading one definition at a time (never read whole)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self._fd).st_size
+
+    def read(self, offset: int, length: int, sha256: str) -> bytes:
+        content = os.pread(self._fd, length, offset)
+        if len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
+            raise DamagedCache(self.path)
+        return content
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class CachedSpan(NamedTuple):
+    """Where a reused definition sits in the last compile's tools file, and what it measured."""
+
+    blob: _Blob
+    offset: int
+    length: int
+    measure: Measure
+
+    def placed(self) -> Placed:
+        """Its bytes, read now and checked against the hash recorded with them (`DamagedCache` otherwise)."""
+        return Placed(self.blob.read(self.offset, self.length, self.measure.placed_sha256), self.measure)
 
 
 class Outcome(NamedTuple):
@@ -45,12 +91,12 @@ class Outcome(NamedTuple):
 
 
 class CachedLowered(Lowered):
-    """A lowering the cache gave back. Its definition is the bytes the last compile wrote (`placed`), decoded only
-    when something reads `definition` (nothing does on the way to the tools file); or, for a strict lowering the
-    strict budget replaced last time (never written), the definition kept in the index."""
+    """A lowering the cache gave back. Its definition is the bytes the last compile wrote (`span`), read and
+    decoded only when something reads `definition` (nothing does on the way to the tools file); or, for a strict
+    lowering the strict budget replaced last time (never written), the definition kept in the index."""
 
-    def __init__(self, tool: Tool, placed: Placed | None, item: Mapping[str, Any], losses: list[Diagnostic]) -> None:
-        self.placed = placed
+    def __init__(self, tool: Tool, span: CachedSpan | None, item: Mapping[str, Any], losses: list[Diagnostic]) -> None:
+        self.span = span
         super().__init__(tool=tool, name=item["name"], definition=item.get("definition", {}),
                          parameters=item.get("parameters"), strict=bool(item["strict"]), losses=losses,
                          problems=[(str(at), str(why)) for at, why in item["problems"]],
@@ -58,9 +104,9 @@ class CachedLowered(Lowered):
 
     @property
     def definition(self) -> JsonObject:
-        if self.placed is None:
+        if self.span is None:
             return self._kept
-        decoded: JsonObject = orjson.loads(bytes(self.placed.content))
+        decoded: JsonObject = orjson.loads(self.span.placed().content)
         return decoded
 
     @definition.setter
@@ -74,16 +120,20 @@ class PriorLowerings:
     `save` beside the tools file this compile wrote."""
 
     def __init__(self, out_dir: Path, target: str, config: Config, ir_hashes: Mapping[str, str],
-                 diagnostics: Diagnostics) -> None:
-        """`ir_hashes`: tool id → `ToolHasher.ir_hash` (the tool and every shared definition it reaches)."""
+                 diagnostics: Diagnostics, *, read: bool = True) -> None:
+        """`ir_hashes`: tool id → `ToolHasher.ir_hash` (the tool and every shared definition it reaches).
+        Without `read`, the last compile's cache is not read (only this compile's saved)."""
         self._out_dir, self._target, self._ir_hashes = out_dir, target, ir_hashes
+        self._keeps_parameters = PROVIDERS[target].budget is not None
+        """Only a strict budget reads a lowering's parameters: a target without one keeps none (Microsoft Graph:
+        9 MB of each OpenAI target's 25 MB index, decoded on every recompile for nothing)."""
         settings = {"target": target, "config": config.model_dump(mode="json", exclude={"root"})}
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
-        found = store.load_with_blob(out_dir, kind(target), diagnostics, _well_formed)
-        fits = found is not None and found[0].key == self._settings
-        self._previous: Mapping[str, Any] = found[0].payload if found is not None and fits else {}
-        self._previous_blob = found[0].blob if found is not None and fits else ""
-        self._blob = memoryview(found[1]) if found is not None and fits else memoryview(b"")
+        found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
+        self._blob = _open_blob(out_dir, target, diagnostics) if found is not None and found.key == self._settings \
+            else None
+        self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
+        self._previous_blob = found.blob if found is not None and self._blob is not None else ""
         self._now: dict[str, dict[str, Any]] = {}
         self._keys: dict[str, str] = {}
         """Tool id → its key in this compile (the last one asked for: the strict budget asks again, loose)."""
@@ -112,27 +162,33 @@ class PriorLowerings:
 
     def put(self, tool: Tool, name: str, strict: bool, outcome: Outcome) -> None:
         key = self._keys[tool.id] = self._key(tool, name, strict)
-        self._now[key] = _encode(outcome)
+        self._now[key] = _encode(outcome, self._keeps_parameters)
         if outcome.lowered is not None:
             self._given[tool.id] = self._made[key] = outcome.lowered
 
-    def reused(self, final: Iterable[Lowered]) -> dict[str, Placed]:
-        """Tool id → the bytes and measure of each definition this cache gave back that is still sent."""
-        return {lowered.tool.id: lowered.placed for lowered in final
-                if isinstance(lowered, CachedLowered) and lowered.placed is not None
+    def reused(self, final: Iterable[Lowered]) -> dict[str, CachedSpan]:
+        """Tool id → where each definition this cache gave back that is still sent sits in the last tools file."""
+        return {lowered.tool.id: lowered.span for lowered in final
+                if isinstance(lowered, CachedLowered) and lowered.span is not None
                 and self._given.get(lowered.tool.id) is lowered}
 
-    def save(self, final: Iterable[Lowered], tools_file: Path, layout: Layout, digests: Mapping[str, str]) -> None:
-        """Record where each definition sits in `tools_file` (this compile's, linked in) and what it measured.
-        A lowering that is not sent (the strict budget replaced it) keeps its definition in the index instead."""
+    def close(self) -> None:
+        """Close the last compile's tools file (the definitions it gave back can no longer be read)."""
+        if self._blob is not None:
+            self._blob.close()
+            self._blob = None
+
+    def save(self, final: Iterable[Lowered], tools_file: Path, layout: Layout, measures: Mapping[str, Measure]) -> None:
+        """Record where each definition sits in `tools_file` (this compile's, linked in) and what it measured
+        (`measures`: by tool id, as `write_array` placed it). A lowering that is not sent (the strict budget
+        replaced it) keeps its definition in the index instead."""
         sent = set()
         for lowered in final:
             tool_id = lowered.tool.id
             if self._given.get(tool_id) is lowered:
                 sent.add(id(lowered))
                 span = layout.spans[tool_id]
-                self._now[self._keys[tool_id]]["at"] = [span.offset, span.length, digests[tool_id], span.tokens,
-                                                        span.inner]
+                self._now[self._keys[tool_id]]["at"] = [span.offset, span.length, *measures[tool_id]]
         for key, lowered in self._made.items():
             if id(lowered) not in sent:
                 self._now[key]["lowered"]["definition"] = lowered.definition
@@ -148,24 +204,33 @@ class PriorLowerings:
             return Outcome(None, None, diagnostics, resolver)
         if not isinstance(item["entry"], dict) or not isinstance(item["lowered"], dict):
             raise TypeError("a lowering and its name-map entry are objects")
-        placed = None
+        span = None
         if item["at"] is not None or "definition" not in item["lowered"]:
-            offset, length, digest, tokens, inner = item["at"]  # None, and no definition kept: a TypeError
-            if not (isinstance(offset, int) and isinstance(length, int)
-                    and 0 <= offset <= offset + length <= len(self._blob)):
+            offset, length, digest, tokens, inner, sha256 = item["at"]  # None, and no definition kept: a TypeError
+            if self._blob is None or not (isinstance(offset, int) and isinstance(length, int)
+                                          and 0 <= offset <= offset + length <= self._blob.size):
                 raise ValueError("a definition outside the cached tools file")
-            placed = Placed(self._blob[offset:offset + length], Measure(str(digest), int(tokens), int(inner)))
-        return Outcome(CachedLowered(tool, placed, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
+            span = CachedSpan(self._blob, offset, length, Measure(str(digest), int(tokens), int(inner), str(sha256)))
+        return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
 
 
-def _encode(outcome: Outcome) -> dict[str, Any]:
+def _open_blob(out_dir: Path, target: str, diagnostics: Diagnostics) -> _Blob | None:
+    path = store.cache_path(out_dir, kind(target), suffix=".blob")
+    try:
+        return _Blob(path)
+    except OSError as exc:
+        store.ignored(diagnostics, path, f"its blob is unreadable ({exc.strerror or exc})")
+        return None
+
+
+def _encode(outcome: Outcome, keep_parameters: bool) -> dict[str, Any]:
     lowered = outcome.lowered
     return {
         "lowered": None if lowered is None else {
             "name": lowered.name, "strict": lowered.strict, "problems": [list(problem) for problem in lowered.problems],
             "renamed_keys": lowered.renamed_keys, "arg_shape": lowered.arg_shape, "arg_defs": lowered.arg_defs,
             # Only the strict budget reads parameters, and only of strict tools: the rest are not kept.
-            **({"parameters": lowered.parameters} if lowered.strict else {})},
+            **({"parameters": lowered.parameters} if lowered.strict and keep_parameters else {})},
         "entry": outcome.entry,
         "diagnostics": [d.to_row() for d in outcome.diagnostics],
         "resolver": [d.to_row() for d in outcome.resolver_diagnostics],

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from compiler.build import Build, Layout, TargetOutput
+from compiler.incremental import store
 from compiler.infra import limits
 from compiler.infra.collector import paused_then_frozen
 from compiler.infra.diagnostics import Diagnostic
@@ -32,7 +33,7 @@ from compiler.providers.lower import (
     too_many_tools,
 )
 from compiler.providers.registry import PROVIDERS
-from compiler.providers.reuse import PriorLowerings
+from compiler.providers.reuse import DamagedCache, PriorLowerings
 from compiler.providers.slices import Request, SlicedLowering, placements, spooled_bytes
 from compiler.providers.spans import write_array
 
@@ -98,17 +99,32 @@ def fits_one_request(target: str, tools: int) -> bool:
     return limit is None or tools <= limit
 
 
-def _prior(build: Build, target: str) -> PriorLowerings | None:
+def _prior(build: Build, target: str, *, read: bool = True) -> PriorLowerings | None:
     if build.ir_hashes is None or build.out_dir is None:
         return None
-    return PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics)
+    return PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics, read=read)
 
 
 def _lower_all(build: Build) -> list[_Emitted]:
+    """Every target lowered with the lowering cache; if the cache turns out altered while its definitions are
+    copied (the last compile's tools file changed since it was saved: a TC140 note), lowered again from nothing,
+    and the cache saved afresh."""
+    priors = {target: _prior(build, target) for target in build.targets}
+    try:
+        return _lower_with(build, priors)
+    except DamagedCache as exc:
+        store.ignored(build.diagnostics, exc.path, "its definitions do not match their hashes (corrupted)")
+        return _lower_with(build, {target: _prior(build, target, read=False) for target in build.targets})
+    finally:
+        for prior in priors.values():
+            if prior is not None:
+                prior.close()
+
+
+def _lower_with(build: Build, priors: Mapping[str, PriorLowerings | None]) -> list[_Emitted]:
     """Every target lowered together (split by tools, `slices.py`): all tools; then, loose, the strict tools past
     a target's per-request budget; then each target's tools file written from what its lowerings placed."""
     plans = {target: plan_target(build.catalog, target, build.config) for target in build.targets}
-    priors = {target: _prior(build, target) for target in build.targets}
     lowering = SlicedLowering(build, plans, priors)
     try:
         results, resolver_found = _first_round(build, plans, lowering)
@@ -213,9 +229,10 @@ def _write_each(build: Build, ordered: Mapping[str, list[Lowered]], priors: Mapp
     for target in targets:
         path = build.files.spool_dir() / f"{target}.tools.json"
         prior = priors[target]
-        digests, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]))
+        measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]))
         if prior is not None:
-            prior.save(ordered[target], path, layout, digests)
+            prior.save(ordered[target], path, layout, measures)
+        digests = {tool_id: measure.digest for tool_id, measure in measures.items()}
         written[target] = _Written(path, digests, layout)
     return written
 

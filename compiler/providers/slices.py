@@ -31,7 +31,7 @@ from compiler.ir import JsonObject, Tool
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered, LoweringCache, lower_env, options_key
 from compiler.providers.lower import TargetPlan, lower_tool
-from compiler.providers.reuse import Outcome, PriorLowerings
+from compiler.providers.reuse import CachedSpan, Outcome, PriorLowerings
 from compiler.providers.spans import Measure, Placed, place
 
 # Forking pays when the work outweighs starting the workers and sending their records back: measured
@@ -161,13 +161,13 @@ class Placements(Mapping[str, Placed]):
     """Tool id → its definition's bytes and measure, for the lowerings that have them already (the lowering
     cache's and the workers'), read from their files only as `write_array` reaches each."""
 
-    def __init__(self, ordered: Sequence[Lowered], reused: Mapping[str, Placed]) -> None:
+    def __init__(self, ordered: Sequence[Lowered], reused: Mapping[str, CachedSpan]) -> None:
         self._reused = reused
         self._spooled = {item.tool.id: item for item in ordered if isinstance(item, SpooledLowered)}
 
     def __getitem__(self, tool_id: str) -> Placed:
-        found = self._reused.get(tool_id)
-        return found if found is not None else self._spooled[tool_id].placed
+        span = self._reused.get(tool_id)
+        return span.placed() if span is not None else self._spooled[tool_id].placed
 
     def __iter__(self) -> Iterator[str]:
         return iter({**self._reused, **self._spooled})

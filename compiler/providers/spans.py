@@ -64,6 +64,9 @@ class Measure(NamedTuple):
     digest: str
     tokens: int
     inner: int
+    placed_sha256: str
+    """sha256 of the definition's bytes as placed (`Placed.content`): the lowering cache checks the bytes it
+    copies from the last compile's tools file against it (`reuse.py`)."""
 
 
 class Placed(NamedTuple):
@@ -74,30 +77,32 @@ class Placed(NamedTuple):
 
 
 def write_array(path: Path, target: str, ordered: Sequence[Lowered],
-                known: Mapping[str, Placed] | None = None) -> tuple[dict[str, str], Layout]:
+                known: Mapping[str, Placed] | None = None) -> tuple[dict[str, Measure], Layout]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
-    array is hundreds of MB: never held as one `bytes`). Returns the lock digests by tool id and the layout.
+    array is hundreds of MB: never held as one `bytes`). Returns each definition's measure (its lock digest among
+    them) by tool id, and the layout.
     `known`: definitions already placed and measured (by the lowering cache, or by the worker that lowered them:
     copied, never encoded or counted again)."""
     known = known or {}
+    path.unlink(missing_ok=True)  # a new file, never one linked into the lowering cache rewritten in place
     if not ordered:
         path.write_bytes(empty(target))
         return {}, Layout(target, {}, "sha256:" + hashlib.sha256(empty(target)).hexdigest())
     shape = frame(target)
-    digests: dict[str, str] = {}
+    measures: dict[str, Measure] = {}
     spans: dict[str, Span] = {}
     with path.open("wb") as handle:
         out = _HashedWriter(handle)
         out.write(shape.head)
         for index, item in enumerate(ordered):
             placed = known.get(item.tool.id) or place(item, target)
-            digests[item.tool.id] = placed.measure.digest
+            measures[item.tool.id] = placed.measure
             if index:
                 out.write(shape.sep)
             spans[item.tool.id] = Span(out.offset, len(placed.content), placed.measure.tokens, placed.measure.inner)
             out.write(placed.content)
         out.write(shape.tail)
-    return digests, Layout(target, spans, "sha256:" + out.digest.hexdigest())
+    return measures, Layout(target, spans, "sha256:" + out.digest.hexdigest())
 
 
 class _HashedWriter:
@@ -149,7 +154,7 @@ def place(item: Lowered, target: str) -> Placed:
         raise ValueError(f"{item.tool.id}: an empty definition for {target}")  # lowering never makes one
     own, padded = tokens.count_placed(content, frame(target).pad)
     digest = "sha256:" + hashlib.sha256(compact_json(item.definition)).hexdigest()
-    return Placed(content, Measure(digest, own, padded - _line_ends(target)))
+    return Placed(content, Measure(digest, own, padded - _line_ends(target), hashlib.sha256(content).hexdigest()))
 
 
 def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> Iterator[bytes]:

@@ -20,8 +20,9 @@ from compiler.config import Config
 from compiler.incremental import identity, store
 from compiler.infra.diagnostics import Severity
 from compiler.infra.output import read_tree
+from compiler.infra.parallel import can_fork
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
-from compiler.providers import lower, slices
+from compiler.providers import lower, schemas, slices
 from compiler.providers import reuse as lowering
 from tests.support.synthetic import synthetic_openapi
 
@@ -65,6 +66,13 @@ def compile_into(spec: Path, out: Path, *, codegen: bool = False) -> tuple[Build
     write_build(build, out)
     build.files.release_spool()
     return build, read_tree(out)
+
+
+def reword_first_operation(spec: Path) -> None:
+    document = json.loads(spec.read_text())
+    operation = next(iter(next(iter(document["paths"].values())).values()))
+    operation["description"] = "Reworded."
+    spec.write_text(json.dumps(document))
 
 
 def clean(spec: Path, tmp_path: Path, name: str = "clean") -> dict[str, bytes]:
@@ -139,6 +147,74 @@ def test_a_warm_compile_saves_nothing_and_the_blob_is_a_link_not_a_copy(spec: Pa
         "nothing changed: the cache is not written again"
 
 
+def test_a_recompile_reads_only_the_definitions_it_reuses_never_a_tools_file_whole(
+        spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last compile's tools files (Microsoft Graph: 706 MB) are read by byte range as each reused definition is
+    copied, each range checked against the sha256 its index keeps: never read whole into memory."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    reword_first_operation(spec)
+    whole: list[str] = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda path: whole.append(path.name) or real_read(path))
+    ranges: list[int] = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, length, offset: ranges.append(length) or real_pread(fd, length, offset))
+    _build, recompiled = compile_into(spec, out)
+    assert not [name for name in whole if name.endswith(".blob")], "no tools file of the cache is read whole"
+    sizes = {target: blob_of(out, target).stat().st_size for target in TARGETS}
+    assert ranges and max(ranges) < min(sizes.values()) and sum(ranges) < sum(sizes.values())
+    assert recompiled == clean(spec, tmp_path)
+
+
+@pytest.mark.parametrize("aside", [False, True], ids=["here", "in the child writing aside"])
+def test_a_definition_altered_in_place_is_caught_as_it_is_copied_and_the_cache_saved_afresh(
+        spec: Path, tmp_path: Path, lowered: list[str], aside: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blob is the output's tools file (one inode): edited in place, its bytes no longer match their
+    hashes when they are copied. The compile notes it (TC140), lowers everything again, and saves a cache the
+    next compile reuses whole; also when the damaged target's file is written by the forked child that writes
+    a big catalog's tools files aside (its DamagedCache comes back pickled, path and all)."""
+    if aside:
+        if not can_fork():
+            pytest.skip("the tools files are written aside in a forked child")
+        monkeypatch.setattr(schemas, "cores", lambda: 2)
+        monkeypatch.setattr(schemas, "_written_aside", lambda ordered: ["gemini"])
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    blob = blob_of(out, "gemini")
+    content = blob.read_bytes()
+    with blob.open("r+b") as handle:  # in place: the output file sees it too
+        handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
+    lowered.clear()
+    build, again = compile_into(spec, out)
+    assert again == cold
+    notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+    assert len(notes) == 1 and "do not match their hashes" in notes[0].message, notes
+    assert notes[0].source == str(blob), notes  # the file at fault, even from the child
+    assert len(lowered) >= len(build.catalog.tools) * len(TARGETS), "lowered again from nothing"
+    lowered.clear()
+    build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered
+    assert not [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+
+
+def test_only_a_target_with_a_strict_budget_keeps_its_strict_parameters(spec: Path, tmp_path: Path,
+                                                                       lowered: list[str]) -> None:
+    """The strict budget (Anthropic's) is the one reader of a cached lowering's parameters: the other targets'
+    indexes leave them out, and a recompile from them is still warm and identical."""
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    for target in TARGETS:
+        items = orjson.loads(store.cache_path(out, lowering.kind(target)).read_bytes())["payload"].values()
+        strict = [item["lowered"] for item in items if item["lowered"] is not None and item["lowered"]["strict"]]
+        assert strict or target == "gemini", target  # Gemini has no strict mode
+        kept = [item for item in strict if "parameters" in item]
+        assert len(kept) == (len(strict) if target == "anthropic" else 0), target
+    lowered.clear()
+    _build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered
+
+
 DAMAGES = ["cut short", "not json", "foreign envelope", "a definition altered", "blob missing", "one entry damaged",
            "an entry out of bounds", "other settings"]
 
@@ -178,7 +254,8 @@ def test_a_damaged_cache_never_changes_the_output(spec: Path, tmp_path: Path, lo
     assert again == cold
     assert lowered, "what the damaged file held is lowered again"
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
-    whole_file = ("cut short", "not json", "foreign envelope", "a definition altered", "blob missing")
+    # A definition past the end of a blob cut short is one entry gone, lowered again like an entry out of bounds.
+    whole_file = ("not json", "foreign envelope", "a definition altered", "blob missing")
     assert len(notes) == (1 if damage in whole_file else 0), notes
 
 
@@ -194,10 +271,7 @@ def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec
     """The models do not hold an operation's description, so no chunk is generated again; the models' header
     (the source's input hash, which the description changes) is this compile's all the same."""
     compile_into(spec, tmp_path / "out", codegen=True)
-    document = json.loads(spec.read_text())
-    operation = next(iter(next(iter(document["paths"].values())).values()))
-    operation["description"] = "Reworded."
-    spec.write_text(json.dumps(document))
+    reword_first_operation(spec)
     generated: list[str] = []
     real = model_chunks._run
     monkeypatch.setattr(model_chunks, "_run", lambda job: generated.append(job.filename) or real(job))

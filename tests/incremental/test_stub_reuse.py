@@ -112,6 +112,23 @@ def test_a_reused_package_keeps_its_model_chunks_cached(spec: Path, tmp_path: Pa
     assert recompiled == _clean(spec, tmp_path, "clean")
 
 
+def test_models_reused_whole_neither_read_nor_write_the_chunk_cache(spec: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunks of models reused whole are already in `chunk_reuse`'s file: it is left as it is, never decoded."""
+    out = tmp_path / "out"
+    compile_into(spec, out, codegen=True)
+    path = store.cache_path(out, chunk_reuse.KIND)
+    saved = (path.stat().st_ino, path.stat().st_mtime_ns)
+    loaded: list[str] = []
+    real = store.load
+    monkeypatch.setattr(store, "load", lambda out_dir, kind, *args: loaded.append(kind) or real(out_dir, kind, *args))
+    _reword(spec, 3, "Reworded.")
+    _build, recompiled = compile_into(spec, out, codegen=True)
+    assert chunk_reuse.KIND not in loaded and KIND in loaded
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == saved
+    assert recompiled == _clean(spec, tmp_path, "clean")
+
+
 def test_the_cache_keeps_each_models_module_once(spec: Path, tmp_path: Path) -> None:
     """A models file that is a module's code is named by the module's index, not stored a second time."""
     out = tmp_path / "out"

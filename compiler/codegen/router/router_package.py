@@ -17,6 +17,7 @@ opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from compiler.codegen.router.tables import (
 )
 from compiler.fit.forms import toolsets_of
 from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.output import SpooledFile, spool_file
 from compiler.infra.serialize import compact_json
 from compiler.ir import HttpBinding, McpBinding, Tool
 from compiler.refs import RefResolver
@@ -115,37 +117,61 @@ def router_context(build: Build) -> dict[str, object]:
 
 def generate_router(build: Build) -> dict[str, bytes]:
     """`{"toolc_router/<module>": source}`; a template failure is a TC636 error and no router is emitted."""
+    files, _spooled = _router_files(build, None)
+    return files
+
+
+def generate_router_spooled(build: Build, spool: Path) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
+    """`generate_router`, but its data files are written to `spool` as they are made, never held: Microsoft
+    Graph's are 234 MB, `_catalog.json` 168 MB of them, which encoded as one `bytes` took twice that (the
+    encoder's buffer, then the result) in the process making the router, beside the compile's own memory."""
+    return _router_files(build, spool)
+
+
+class _Output:
+    """The router's files as they are made: its JSON data files go to the spool folder when there is one."""
+
+    def __init__(self, spool: Path | None, files: dict[str, bytes]) -> None:
+        self.spool, self.files = spool, files
+        self.spooled: dict[str, SpooledFile] = {}
+
+    def data(self, name: str, chunks: Iterable[bytes]) -> None:
+        if self.spool is None:
+            self.files[f"{PACKAGE}/{name}"] = b"".join(chunks)
+        else:
+            self.spooled[f"{PACKAGE}/{name}"] = spool_file(self.spool / f"router-{name.lstrip('_')}", chunks)
+
+
+def _router_files(build: Build, spool: Path | None) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
     context = router_context(build)
     try:
         tables = render(TEMPLATE, **context)
     except jinja2.TemplateError as exc:
         build.diagnostics.report(RENDER_FAILED, f"cannot render the router's _tables.py: {exc}",
                                  source=f"templates/{TEMPLATE}")
-        return {}
+        return {}, {}
     parts = included_parts(build.config)
-    files = {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()}
-    files[f"{PACKAGE}/_tables.py"] = tables.encode()
-    files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
-    files[f"{PACKAGE}/py.typed"] = b""
-    example = context["env_example"]
-    assert isinstance(example, bytes)
-    files[f"{PACKAGE}/.env.example"] = example
-    tables_json = context["tables_json"]
-    assert isinstance(tables_json, bytes)
-    files[f"{PACKAGE}/_tables.json"] = tables_json
+    out = _Output(spool, {f"{PACKAGE}/{name}": path.read_bytes() for name, path in static_files().items()})
+    out.files[f"{PACKAGE}/_tables.py"] = tables.encode()
+    out.files[f"{PACKAGE}/{PARTS_MODULE}"] = parts_module(parts)
+    out.files[f"{PACKAGE}/py.typed"] = b""
+    example, tables_json, maps = context["env_example"], context["tables_json"], context["name_maps"]
+    assert isinstance(example, bytes) and isinstance(tables_json, bytes) and isinstance(maps, NameMaps)
+    out.files[f"{PACKAGE}/.env.example"] = example
+    out.data("_tables.json", [tables_json])
+    del context, tables, tables_json  # the tool rows and their table (Microsoft Graph: ~90 MB) are done with
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
-    files[f"{PACKAGE}/_schemas.json"] = schemas_file(build.catalog, routed, build.diagnostics)
+    out.data("_schemas.json", [schemas_file(build.catalog, routed, build.diagnostics)])
     schemas = bundled_inputs(build, routed)
-    files[f"{PACKAGE}/_catalog.json"] = discovery_catalog(build, routed, schemas)
-    files[f"{PACKAGE}/_codemode.json"] = codemode_file(build, routed, schemas)
-    files[f"{PACKAGE}/_pins.json"] = pins_file(routed, build.config, build.diagnostics)
+    out.data("_catalog.json", discovery_catalog_chunks(build, routed, schemas))
+    out.data("_codemode.json", [codemode_file(build, routed, schemas)])
+    out.data("_pins.json", [pins_file(routed, build.config, build.diagnostics)])
     if "serve" in parts:
-        files[f"{PACKAGE}/_serve.json"] = serve_file(build.catalog, routed, build.config.names)
-        maps = context["name_maps"]
-        assert isinstance(maps, NameMaps)
+        out.data("_serve.json", [serve_file(build.catalog, routed, build.config.names)])
         report_ambiguous_names(build, routed, maps)
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
-    return {path: content for path, content in files.items() if path not in left_out}
+    return ({path: content for path, content in out.files.items() if path not in left_out},
+            {path: file for path, file in out.spooled.items() if path not in left_out})
 
 
 def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:
@@ -168,12 +194,17 @@ def bundled_inputs(build: Build, routed: list[Tool]) -> dict[str, Any]:
             for tool in sorted(routed, key=lambda item: item.id)}
 
 
-def discovery_catalog(build: Build, routed: list[Tool], schemas: dict[str, Any]) -> bytes:
-    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas)."""
+def discovery_catalog_chunks(build: Build, routed: list[Tool], schemas: dict[str, Any]) -> Iterator[bytes]:
+    """`_catalog.json`: what the discovery meta-tools serve (full descriptions, toolsets, self-contained schemas),
+    tool by tool: the bytes of `compact_json({"format": 1, "tools": {tool id: entry}}) + b"\n"` (its keys sorted,
+    as the tool ids are here), never one object of every entry nor one `bytes` of the file."""
     index_file = build.files.get("schemas/toolsets/index.json")
     index = orjson.loads(index_file) if index_file else {}
-    tools: dict[str, Any] = {}
-    for tool in sorted(routed, key=lambda item: item.id):
-        tools[tool.id] = {"name": tool.name, "description": tool.description or tool.title or "",
-                          "toolsets": toolsets_of(index, tool.id), "input_schema": schemas[tool.id]}
-    return compact_json({"format": 1, "tools": tools}) + b"\n"
+    by_id = {tool.id: tool for tool in routed}
+    yield b'{"format":1,"tools":{'
+    for position, tool_id in enumerate(sorted(by_id)):
+        tool = by_id[tool_id]
+        entry = {"name": tool.name, "description": tool.description or tool.title or "",
+                 "toolsets": toolsets_of(index, tool.id), "input_schema": schemas[tool.id]}
+        yield (b"," if position else b"") + orjson.dumps(tool_id) + b":" + compact_json(entry)
+    yield b"}}\n"

@@ -25,14 +25,26 @@ _VERSION = "1"
 
 
 class ModelChunkCache:
+    """Read only when a chunk is looked up: a compile that reuses every source's models whole (`package_reuse`)
+    only carries their chunks, which the file already holds, so it neither decodes nor writes it again (Microsoft
+    Graph's is 25 MB)."""
+
     def __init__(self, out_dir: Path, diagnostics: Diagnostics) -> None:
-        self._out_dir = out_dir
-        entry = store.load(out_dir, KIND, diagnostics, _well_formed)
-        self._previous: dict[str, Any] = entry.payload if entry is not None and entry.key == _VERSION else {}
+        self._out_dir, self._diagnostics = out_dir, diagnostics
+        self._loaded: dict[str, Any] | None = None
         self._now: dict[str, Any] = {}
+        self._carried: set[str] = set()
+        """Keys carried before the file was read: taken from it when it is."""
+
+    def _previous(self) -> dict[str, Any]:
+        if self._loaded is None:
+            entry = store.load(self._out_dir, KIND, self._diagnostics, _well_formed)
+            self._loaded = entry.payload if entry is not None and entry.key == _VERSION else {}
+            self._carry(self._carried)
+        return self._loaded
 
     def get(self, key: str, header: str) -> ModelsModule | None:
-        item = self._previous.get(key)
+        item = self._previous().get(key)
         if item is None:
             return None
         try:
@@ -43,20 +55,29 @@ class ModelChunkCache:
         return module
 
     def put(self, key: str, header: str, module: ModelsModule) -> None:
+        self._previous()  # what was carried so far is saved with it
         if module.code.startswith(header):
             self._now[key] = _encode(module, header)
 
     def taken(self) -> frozenset[str]:
         """The keys of the chunks this compile has used so far."""
-        return frozenset(self._now)
+        return frozenset(self._now) | frozenset(self._carried)
 
     def carry(self, keys: Iterable[str]) -> None:
         """Keep the last compile's chunks of `keys` for the next one (their models were reused whole)."""
+        self._carried.update(keys)
+        if self._loaded is not None:
+            self._carry(keys)
+
+    def _carry(self, keys: Iterable[str]) -> None:
+        assert self._loaded is not None
         for key in keys:
-            if key in self._previous:
-                self._now[key] = self._previous[key]
+            if key in self._loaded:
+                self._now[key] = self._loaded[key]
 
     def save(self) -> None:
+        if self._loaded is None:  # nothing looked up nor made: the file holds every chunk carried already
+            return
         store.save(self._out_dir, KIND, store.Entry(_VERSION, self._now))
 
 
