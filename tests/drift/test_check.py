@@ -75,8 +75,7 @@ def test_upgrading_toolc_leaves_check_green(project: Path, monkeypatch: pytest.M
     monkeypatch.setattr(identity, "toolc_identity", lambda: "toolc-next-version")
     regenerated: list[str] = []
     real_record = cache.record
-    monkeypatch.setattr(emit, "record", lambda key, files, diags: regenerated.append(key) or real_record(key, files,
-                                                                                                        diags))
+    monkeypatch.setattr(emit, "record", lambda key, *args: regenerated.append(key) or real_record(key, *args))
     result = run("check")
     assert result.exit_code == 0, result.output
     assert "0 changes" in result.output
