@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, NotRequired, TypedDict
@@ -133,11 +133,20 @@ class Build:
     and read by the lock."""
     project_key: str | None = None
     """`incremental.project.fingerprint` of this compile's settings, targets, inputs and `reads`."""
+    saved_with_output: list[Callable[[], None]] = field(default_factory=list)
+    """Caches that describe the output folder as this compile writes it (ruff's formatting of each module): saved by
+    `pipeline.write_build` once the folder is in place, never by a compile whose output is not written."""
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:
             raise ValueError(f"two stages write {path}")
         self.files[path] = content
+
+    def adopt_file(self, path: str, spooled: Path, digest: str) -> None:
+        """`add_file` for a file already written to the spool folder (`FileSet.adopt`)."""
+        if path in self.files:
+            raise ValueError(f"two stages write {path}")
+        self.files.adopt(path, spooled, digest)
 
     def summary(self, target: str) -> dict[str, Any]:
         """One target's figures: the providers stage's sizes, then the fit stage's tokens and forms."""

@@ -207,15 +207,15 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         _out_of_memory(diagnostics, config, "while reading the sources")
         return Build(config=config, catalog=build_catalog((), diagnostics), resolver=resolver,
                      diagnostics=diagnostics, targets=chosen)
-    warn_literal_secret_presets(config, diagnostics)
-    progress.step(f"catalog.json: {len(catalog.tools)} tools")
-    _warn_unmatched_policy(config, catalog, diagnostics)
-    # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations (frozen as
-    # reading ended, and what the warnings made now), the collector stops rescanning its millions of objects (a
-    # third of lowering time on Microsoft Graph) and forked workers stop dirtying the pages they share with this
-    # process.
-    gc.freeze()
-    try:
+    try:  # from here every way out unfreezes: reading froze what it made
+        warn_literal_secret_presets(config, diagnostics)
+        progress.step(f"catalog.json: {len(catalog.tools)} tools")
+        _warn_unmatched_policy(config, catalog, diagnostics)
+        # The catalog lives, unchanged, until the end of the compile: out of the cyclic GC's generations (frozen
+        # as reading ended, and what the warnings made now), the collector stops rescanning its millions of objects
+        # (a third of lowering time on Microsoft Graph) and forked workers stop dirtying the pages they share with
+        # this process.
+        gc.freeze()
         destination = out_dir or config.output_dir
         build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
                       previous_output=OutputFolder(destination), previous_codegen=load_record(destination),
@@ -277,6 +277,8 @@ def write_build(build: Build, out_dir: Path) -> None:
     """Swap the output folder in, then refresh the caches beside it (codegen's, and the project record that lets
     `toolc check` prove an unchanged project without compiling)."""
     write_tree(out_dir, build.files)
+    for save in build.saved_with_output:
+        save()
     if build.codegen is not None:
         save_record(out_dir, build.codegen)
     if build.project_key is not None and build.reads is not None:

@@ -15,6 +15,9 @@ def test_to_json_is_every_field_in_order_with_the_severity_as_text() -> None:
     assert list(data) == [field.name for field in fields(Diagnostic)]
     assert data == {**asdict(diagnostic), "severity": "warning"}
     assert Diagnostic(**{**data, "severity": Severity(data["severity"])}) == diagnostic
+    # Pickling lists the fields by hand (`Diagnostic.__reduce__`): a field added without it would be lost.
+    assert len(diagnostic.__reduce__()[1]) == len(fields(Diagnostic))
+    assert pickle.loads(pickle.dumps(diagnostic)) == diagnostic
 
 
 def test_notes_with_one_message_hold_one_string_and_pickle_it_once() -> None:

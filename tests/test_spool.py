@@ -74,3 +74,17 @@ def test_folders_that_are_not_a_compiles_spool_are_left_alone(temp: Path) -> Non
     other.mkdir()
     assert spool.sweep(temp) == []
     assert unowned.exists() and other.exists()
+
+
+def test_a_temporary_folder_without_locks_still_gets_a_spool_that_is_never_swept(
+        temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(37, "No locks available")  # ENOLCK, as some network mounts answer
+
+    monkeypatch.setattr(spool.fcntl, "flock", no_locks)
+    files = FileSet()
+    mine = files.spool_dir()
+    assert mine.is_dir() and not any(mine.iterdir()), "no owner file: a sweep leaves it alone"
+    assert spool.sweep(temp) == [] and mine.exists()
+    files.release_spool()
+    assert not mine.exists()

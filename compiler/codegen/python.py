@@ -44,12 +44,12 @@ def emit_python(build: Build) -> CodegenRecord | None:
         build.diagnostics.report(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
         return None
     if formats is not None:
-        formats.save()
+        build.saved_with_output.append(formats.save)
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():
         build.add_file(path, content)
     for path, file in sorted(spooled.items()):
-        build.files.adopt(f"python/{path}", file.path, file.sha256)
+        build.adopt_file(f"python/{path}", file.path, file.sha256)
     return record(key, files, build.diagnostics.items[before:],
                   {f"python/{path}": file.sha256 for path, file in spooled.items()})
 

@@ -15,11 +15,8 @@ from compiler.build import Build, TargetOutput
 from compiler.fit.toolsets import Toolset
 from compiler.infra import limits
 from compiler.infra.output import FileSet
-from compiler.infra.parallel import Background, can_fork, cores
+from compiler.infra.parallel import WRITE_ASIDE_MIN_BYTES, Background, can_fork, cores
 from compiler.providers import spans
-
-WRITE_ASIDE_MIN_BYTES = 64 << 20
-"""Below this much toolset content, copying it costs less than forking a process to share it."""
 
 
 class Written(NamedTuple):
@@ -54,6 +51,8 @@ class AsideWriter:
 
     def __init__(self, build: Build, toolsets: Sequence[Toolset], outputs: Mapping[str, TargetOutput]) -> None:
         self._aside = _aside(outputs) if cores() > 1 and can_fork() else []
+        if self._aside:
+            build.files.spool_dir()  # made here, before the fork: a child's own would go when the child ends
         self._child = Background(partial(_write, build, toolsets, [outputs[t] for t in self._aside]),
                                  budget_mb=limits.worker_budget()) if self._aside else None
         self._written: dict[str, Written] | None = None

@@ -45,7 +45,8 @@ def collector_paused(*, collect_after: bool = False) -> Iterator[None]:
 @contextmanager
 def paused_then_frozen() -> Iterator[None]:
     """`collector_paused`, then what is alive frozen out of the collector's generations (until the pipeline
-    unfreezes at the end of the compile). Nested blocks leave the collector to the outermost."""
+    unfreezes at the end of the compile). Nested blocks leave re-enabling the collector to the outermost; each
+    freezes as it ends, which is cheap."""
     with collector_paused():
         try:
             yield

@@ -132,22 +132,30 @@ def fork_each(tasks: Sequence[Callable[[], T]], workers: int, *, budget_mb: int 
     return [results[index] for index in range(len(tasks))]
 
 
+WRITE_ASIDE_MIN_BYTES = 64 << 20
+"""Below this many bytes of files to copy and hash, a forked child writing some of them aside (`providers.schemas`'
+tools files, `fit.aside`'s toolset files) costs more than it saves."""
+
+
 class Claims:
     """Indexes `0..count-1` handed out in runs to forked workers, each taking the next run when it is free
     (`runs()`): the workers end together however the work is spread, where slices dealt out beforehand end when
-    the slowest does. Guided: a run is a share of what is left (`1 / (share * workers)`, at least `least`), so the
+    the slowest does. Guided: a run is a share of what is left (`1 / (SHARE * workers)`, at least one), so the
     first runs are long and each worker takes neighbouring indexes (neighbouring tools share definitions, which
     its memos then hold once), and the last ones short. Made before forking (the counter is shared memory)."""
 
-    def __init__(self, count: int, workers: int, *, share: int = 4, least: int = 1) -> None:
-        self.count, self._divisor, self._least = count, max(1, share * workers), max(1, least)
+    SHARE = 4
+    """Each run is `1 / (SHARE * workers)` of what is left."""
+
+    def __init__(self, count: int, workers: int) -> None:
+        self._count, self._divisor = count, max(1, self.SHARE * workers)
         self._next = multiprocessing.get_context("fork").Value("q", 0)
 
     def take(self) -> range:
         """The next run (empty once every index is taken)."""
         with self._next.get_lock():
             start = self._next.value
-            end = min(self.count, start + max(self._least, (self.count - start) // self._divisor))
+            end = min(self._count, start + max(1, (self._count - start) // self._divisor))
             self._next.value = end
         return range(start, end)
 

@@ -53,7 +53,12 @@ def _claim(folder: Path) -> IO[bytes] | None:
         return None
     pending = folder / f"{OWNER}.pending"
     handle = pending.open("wb")
-    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a temporary folder without locks (some network mounts): unowned, so never swept
+        handle.close()
+        pending.unlink(missing_ok=True)
+        return None
     os.replace(pending, folder / OWNER)
     return handle
 

@@ -21,9 +21,16 @@ _DIALECTS: tuple[Dialect, ...] = (openai.CHAT, openai.RESPONSES, anthropic.ANTHR
 PROVIDERS: dict[str, Dialect] = {dialect.target: dialect for dialect in _DIALECTS}
 """Target name → its dialect, in the order of `targets.TARGETS`."""
 
-__all__ = ["ALIASES", "PROVIDERS", "TARGETS", "validate"]
+__all__ = ["ALIASES", "PROVIDERS", "TARGETS", "keeps_strict_parameters", "validate"]
 
 
 def validate(target: str, definition: Mapping[str, Any], checked: Checked | None = None) -> list[Violation]:
     """Violations of one definition emitted for `target` (empty: valid): its dialect's own validation."""
     return PROVIDERS[target].check(definition, checked)
+
+
+def keeps_strict_parameters(target: str) -> bool:
+    """Whether a strict lowering's parameters are kept past lowering: only a target with a per-request strict
+    budget reads them (`lower.over_budget`); elsewhere they would be carried back from the workers and cached for
+    nothing (each OpenAI target's were 9 MB of a 25 MB index on Microsoft Graph)."""
+    return PROVIDERS[target].budget is not None

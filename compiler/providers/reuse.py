@@ -34,7 +34,7 @@ from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.dialect import Lowered
-from compiler.providers.registry import PROVIDERS
+from compiler.providers.registry import keeps_strict_parameters
 from compiler.providers.spans import Measure, Placed
 
 
@@ -124,7 +124,7 @@ class PriorLowerings:
         """`ir_hashes`: tool id → `ToolHasher.ir_hash` (the tool and every shared definition it reaches).
         Without `read`, the last compile's cache is not read (only this compile's saved)."""
         self._out_dir, self._target, self._ir_hashes = out_dir, target, ir_hashes
-        self._keeps_parameters = PROVIDERS[target].budget is not None
+        self._keeps_parameters = keeps_strict_parameters(target)
         """Only a strict budget reads a lowering's parameters: a target without one keeps none (Microsoft Graph:
         9 MB of each OpenAI target's 25 MB index, decoded on every recompile for nothing)."""
         settings = {"target": target, "config": config.model_dump(mode="json", exclude={"root"})}

@@ -20,7 +20,7 @@ from compiler.incremental import store
 from compiler.infra import limits
 from compiler.infra.collector import paused_then_frozen
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.parallel import Background, can_fork, cores
+from compiler.infra.parallel import WRITE_ASIDE_MIN_BYTES, Background, can_fork, cores
 from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject
 from compiler.providers.dialect import Budget, Lowered
@@ -205,8 +205,6 @@ def _write_tools_files(build: Build, results: Mapping[str, TargetResult],
     return written
 
 
-WRITE_ASIDE_MIN_BYTES = 64 << 20
-"""Below this much placed definition, writing the tools files costs less than forking a process to share it."""
 
 
 def _written_aside(ordered: Mapping[str, list[Lowered]]) -> list[str]:

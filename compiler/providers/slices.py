@@ -31,7 +31,8 @@ from compiler.ir import JsonObject, Tool
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered, LoweringCache, lower_env, options_key
 from compiler.providers.lower import TargetPlan, lower_tool
-from compiler.providers.reuse import CachedSpan, Outcome, PriorLowerings
+from compiler.providers.registry import keeps_strict_parameters
+from compiler.providers.reuse import CachedLowered, CachedSpan, Outcome, PriorLowerings
 from compiler.providers.spans import Measure, Placed, place
 
 # Forking pays when the work outweighs starting the workers and sending their records back: measured
@@ -117,14 +118,16 @@ def _spool(lowered: Lowered, target: str, out: BinaryIO) -> Kept:
     placed = place(lowered, target)
     offset = out.tell()
     out.write(placed.content)
-    return Kept(lowered.name, lowered.strict, lowered.parameters if lowered.strict else None, lowered.problems,
+    parameters = lowered.parameters if lowered.strict and keeps_strict_parameters(target) else None
+    return Kept(lowered.name, lowered.strict, parameters, lowered.problems,
                 lowered.renamed_keys, lowered.arg_shape, lowered.arg_defs, offset, len(placed.content),
                 placed.measure)
 
 
 class SpooledLowered(Lowered):
     """A lowering a worker made, as the parent holds it: its definition is the bytes the worker placed in a spool
-    file, read (and decoded) only when something asks. `parameters` is only a strict lowering's."""
+    file, read (and decoded) only when something asks. `parameters` is only a strict lowering's, and only for a
+    target whose strict budget reads them (`registry.keeps_strict_parameters`)."""
 
     def __init__(self, tool: Tool, kept: Kept, losses: list[Diagnostic], spool: BinaryIO) -> None:
         self._spool, self._offset, self.length, self._measure = spool, kept.offset, kept.length, kept.measure
@@ -286,9 +289,18 @@ def _outcome(tool: Tool, item: Made, handles: Mapping[str, BinaryIO]) -> Outcome
 
 
 def spooled_bytes(ordered: Iterable[Lowered]) -> int:
-    """The bytes of the definitions among `ordered` that workers placed in spool files (what writing a tools file
-    copies and hashes), without reading them."""
-    return sum(item.length for item in ordered if isinstance(item, SpooledLowered))
+    """The bytes of the definitions among `ordered` that writing a tools file copies and hashes, without reading
+    them: those workers placed in spool files and those the lowering cache gives back from the last tools file
+    (a recompile's are nearly all of them)."""
+    return sum(_placed_length(item) for item in ordered)
+
+
+def _placed_length(item: Lowered) -> int:
+    if isinstance(item, SpooledLowered):
+        return item.length
+    if isinstance(item, CachedLowered) and item.span is not None:
+        return item.span.length
+    return 0
 
 
 def placements(prior: PriorLowerings | None, ordered: Sequence[Lowered]) -> Placements:

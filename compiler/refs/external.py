@@ -17,7 +17,6 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from nturl2path import url2pathname as windows_url2pathname
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -245,7 +244,12 @@ def file_url_path(url: str) -> Path:
     percent-decoded path elsewhere), without importing `urllib.request`: it pulls in ssl, http.client and email
     (0.01-0.02 s of every compile's start) for this one function."""
     path = urlparse(url).path
-    return Path(windows_url2pathname(path) if os.name == "nt" else unquote(path))
+    if os.name == "nt":
+        # Imported here, on Windows only: newer Pythons deprecate the module everywhere else.
+        from nturl2path import url2pathname
+
+        return Path(url2pathname(path))
+    return Path(unquote(path))
 
 
 def canonical_tokens(document: Any, ref: str, hops: int) -> list[str]:

@@ -15,7 +15,8 @@ from compiler.codegen import formatting
 from compiler.codegen.format_reuse import KIND, FormatReuse
 from compiler.incremental import store
 from compiler.infra.diagnostics import Diagnostics
-from tests.incremental.test_lowering_cache import compile_into
+from compiler.pipeline import adhoc_inputs, compile_project
+from tests.incremental.test_lowering_cache import TARGETS, compile_into, config
 from tests.incremental.test_stub_reuse import _clean, _reword, spec
 
 __all__ = ["spec"]  # the fixture, shared with the stub reuse tests
@@ -51,6 +52,22 @@ def test_a_changed_description_formats_only_the_module_that_says_it(spec: Path, 
     _build, again = compile_into(spec, out, codegen=True)
     assert formatted == ["api/tools.py"], "the entries the last recompile reused are kept for the next"
     assert again == _clean(spec, tmp_path, "clean-again")
+
+
+def test_a_compile_whose_output_is_not_written_leaves_the_formatting_cache_as_it_was(
+        spec: Path, tmp_path: Path, formatted: list[str]) -> None:
+    """The cache describes the output folder (a hit reads the module there), so only a compile that writes the
+    folder saves it: a failed compile or `toolc check` in between must not cost the next one every module."""
+    out = tmp_path / "out"
+    compile_into(spec, out, codegen=True)
+    _reword(spec, 3, "Reworded, then compiled without writing.")
+    unwritten = compile_project(config(codegen=True), adhoc_inputs([spec], spec.parent), targets=TARGETS, out_dir=out)
+    unwritten.files.release_spool()
+    formatted.clear()
+    _reword(spec, 4, "Reworded again, and written.")
+    _build, recompiled = compile_into(spec, out, codegen=True)
+    assert formatted == ["api/tools.py"]
+    assert recompiled == _clean(spec, tmp_path, "clean")
 
 
 @pytest.mark.parametrize("damage", ["module edited", "cache corrupted", "another toolc"])
