@@ -26,7 +26,8 @@ each run one operation's description changed and the same output folder compiled
 catalog only and `toolc --help`, each beside the floor (a fresh Python that loads and dumps the same document with
 `json`) and FastMCP `from_openapi` (its venv as `bench_providers.py` makes it), all in one run; with `--before DIR`
 (a checkout of an earlier commit, e.g. `git worktree add DIR main`), that toolc's figures too, run by this venv's
-interpreter from DIR. Median wall and CPU seconds of fresh processes.
+interpreter from DIR. Median wall and CPU seconds of fresh processes. Each compile case runs cold (a new output
+folder every run: nothing to reuse) and, on the row after, warm (the lowering cache of an identical compile).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from bench_incremental import change_description
@@ -170,11 +173,17 @@ def main_stages(args: argparse.Namespace) -> None:
 
 
 FIXED_COST_CASES = {
-    "GitHub, all four targets, no stubs": ("github", ["--no-codegen"]),
-    "Stripe, all four targets, no stubs": ("stripe", ["--no-codegen"]),
-    "Stripe, catalog only (`--target none --no-codegen`)": ("stripe", ["--target", "none", "--no-codegen"]),
-    "`toolc --help` (imports alone)": (None, ["--help"]),
+    "GitHub, all four targets, no stubs": ("github", ["--no-codegen"], False),
+    "GitHub, same, warm (nothing changed)": ("github", ["--no-codegen"], True),
+    "Stripe, all four targets, no stubs": ("stripe", ["--no-codegen"], False),
+    "Stripe, same, warm (nothing changed)": ("stripe", ["--no-codegen"], True),
+    "Stripe, catalog only (`--target none --no-codegen`)": ("stripe", ["--target", "none", "--no-codegen"], False),
+    "`toolc --help` (imports alone)": (None, ["--help"], False),
 }
+"""Case → (document, arguments, warm). A cold case compiles into a folder of its own every run: no lowering
+cache (`.toolc-cache` beside the output). A warm one compiles the same folder once before the timed runs, so
+every run finds the cache of an identical compile. (Until the fourth pass every case reused its folder: the
+first run was cold and the median of three a warm one.)"""
 
 
 def _toolc_command(args: list[str], scratch: Path) -> list[str]:
@@ -183,18 +192,26 @@ def _toolc_command(args: list[str], scratch: Path) -> list[str]:
     return [*command, "--out", str(scratch / "out"), "--quiet"] if args[0] == "compile" else command
 
 
-def interleaved(commands: dict[str, tuple[list[str], Path]], runs: int) -> dict[str, Measurement]:
+def interleaved(commands: dict[str, tuple[list[str], Path]], runs: int,
+                before_each: Callable[[str], None] = lambda label: None) -> dict[str, Measurement]:
     """Each command once per round, `runs` rounds, medians: on a machine other jobs load, a burst of load then
-    falls on every command alike rather than on whichever ran during it."""
+    falls on every command alike rather than on whichever ran during it. `before_each(label)` runs, untimed,
+    before each run of a command."""
     samples: dict[str, list[Measurement]] = {label: [] for label in commands}
     for _ in range(runs):
         for label, (command, cwd) in commands.items():
+            before_each(label)
             samples[label].append(measure(label, command, runs=1, cwd=cwd, env={"PYTHONHASHSEED": "0"}))
     return {label: Measurement(label, statistics.median(m.wall_s for m in found),
                                statistics.median(m.rss_mb for m in found), all(m.ok for m in found),
                                next((m.note for m in found if not m.ok), ""),
                                cpu_s=statistics.median(m.cpu_s for m in found))
             for label, found in samples.items()}
+
+
+def _fresh_folder(scratch: Path, label: str) -> None:
+    """A cold run's output folder and its cache (`scratch/label/out`, `scratch/label/.toolc-cache`), gone."""
+    shutil.rmtree(scratch / label, ignore_errors=True)
 
 
 def main_fixed_costs(args: argparse.Namespace) -> None:
@@ -205,18 +222,22 @@ def main_fixed_costs(args: argparse.Namespace) -> None:
     fastmcp_python = None if args.no_peers else peer_venv("fastmcp", ["fastmcp==4.1.2", "httpx"])
     print(f"{'case':55} " + " ".join(f"{label + ' s':>16}" for label in roots)
           + f" {'floor s':>8} {'ratio':>12} {'FastMCP s':>10}")
-    for case, (spec, extra) in FIXED_COST_CASES.items():
+    for case, (spec, extra, warm) in FIXED_COST_CASES.items():
         path = INPUTS[spec] if spec else None
         command = ["compile", str(path), *extra] if path else extra
         with tempfile.TemporaryDirectory() as scratch:
             commands = {label: (_toolc_command(command, Path(scratch) / label), root) for label, root in roots.items()}
+            if path and warm:
+                for toolc, root in commands.values():
+                    subprocess.run(toolc, cwd=root, check=True, capture_output=True)
             if path:
                 commands["floor"] = ([str(jsonref_python), str(ROOT / "bench/peer_run.py"), "json", str(path)], ROOT)
-            measured = interleaved(commands, args.runs)
+            fresh = partial(_fresh_folder, Path(scratch)) if path and not warm else lambda label: None
+            measured = interleaved(commands, args.runs, fresh)
         floor = measured.pop("floor", None)
         ours = measured
         peer = measure("fastmcp", [str(fastmcp_python), "-c", FASTMCP_RUN, str(path)], runs=args.peer_runs) \
-            if path and fastmcp_python and "none" not in extra else None
+            if path and fastmcp_python and "none" not in extra and not warm else None
         cells = " ".join(f"{m.wall_s:7.2f} ({m.cpu_s:5.2f})" if m.ok else f"{'FAILED':>16}" for m in ours.values())
         ratio = " / ".join(f"{m.wall_s / floor.wall_s:.1f}x" for m in ours.values()) if floor else ""
         print(f"{case:55} {cells} {floor.wall_s if floor else float('nan'):8.2f} {ratio:>12} "
