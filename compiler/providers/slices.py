@@ -16,6 +16,7 @@ writes each target's tools file from the spools, copying bytes (`spans.write_arr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -35,15 +36,16 @@ from compiler.providers.registry import keeps_strict_parameters
 from compiler.providers.reuse import CachedLowered, CachedSpan, Outcome, PriorLowerings
 from compiler.providers.spans import Measure, Placed, place
 
-# Forking pays when the work outweighs starting the workers and sending their records back: measured
-# (`bench_compile.py --stages`, schemas/ CPU s, one process → forked), Stripe's 417 tools 1.11 → 1.19 and GitHub's
-# 1,223 tools 1.42 → 1.67, against 1.2 to 2.7 ms of lowering per tool: from about 300 tools (0.4 to 0.8 s of work),
-# what forking adds is a small share of what a second core takes off.
-PARALLEL_MIN_TOOLS = 300
 WARM_STRIDE = 32
 """Before forking, this process lowers every 32nd tool: the memos it fills (shared definitions resolved, lowered,
 checked and counted) are the workers' from the start, where each worker built them all again. Microsoft Graph,
 schemas/ CPU s (this process + workers): no share 4.7 + 24.8, every 32nd 5.2 + 19.6, every 8th 7.0 + 18.9."""
+FORK_MIN_WORK_S = 0.25
+"""Workers are forked for the tools left after that share only when lowering them would take this process more
+than this many CPU seconds (estimated from what the share took per tool): forking, filling the workers' memos
+again and taking their records back cost about 0.1-0.2 s of CPU (Stripe's 417 tools, cold: 0.78-0.85 s in one
+process, 0.08 + 0.82-0.92 s with two workers), which a second core only earns back on more work than that. The
+work, not the number of tools, decides: tools cost 0.05 to 10 ms each depending on their schemas."""
 
 
 class Request(NamedTuple):
@@ -227,9 +229,10 @@ class SlicedLowering:
         del self._build.resolver.diagnostics.items[self._mark:]
 
     def _lower_missing(self, requests: Sequence[Request]) -> list[tuple[Made, dict[str, BinaryIO]]]:
-        """`requests` lowered, in order, each with the spool files its definition is in: in this process, or,
-        for many tools, a share here first (which fills the memos: the shared definitions resolved, lowered,
-        validated and counted once) and the rest claimed by forked workers in runs of neighbouring tools
+        """`requests` lowered, in order, each with the spool files its definition is in. With more than one core,
+        a share here first (which fills the memos: the shared definitions resolved, lowered, validated and
+        counted once), whose cost per tool estimates the rest's: the rest lowered here too when that is little
+        work (`FORK_MIN_WORK_S`), else claimed by forked workers in runs of neighbouring tools
         (`parallel.Claims`), which inherit the memos."""
         self._rounds += 1
         spool = self._build.files.spool_dir() / f"lowering-{self._rounds}"
@@ -237,21 +240,31 @@ class SlicedLowering:
         by_tool = sorted(requests, key=lambda request: (request.position, order[request.target]))
         distinct = sorted({request.position for request in requests})
         workers = min(cores(), len(distinct))
-        parallel = workers > 1 and len(distinct) >= PARALLEL_MIN_TOOLS and can_fork()
-        warm, runs = _warm_and_runs(by_tool, distinct) if parallel else (by_tool, [])
-        spools = [spool.with_name(f"{spool.name}-{k}") for k in range(1 + (workers if parallel else 0))]
-        found = [lower_slice(self._build, self._plans, warm, spools[0], self._cache)]
-        if parallel:
-            tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's tokenizer
-            claims = Claims(len(runs), workers)
-            tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
-                     for path in spools[1:]]
-            found.extend(fork_each(tasks, workers, budget_mb=limits.worker_budget()))
+        warm, runs = _warm_and_runs(by_tool, distinct) if workers > 1 and can_fork() else (by_tool, [])
+        spools = [spool.with_name(f"{spool.name}-{k}") for k in range(1 + workers)]
+        started = time.process_time()
+        found = [(spools[0], lower_slice(self._build, self._plans, warm, spools[0], self._cache))]
+        if runs:
+            per_tool = (time.process_time() - started) / (len(distinct) - len(runs))
+            found.extend(self._lower_runs(runs, spools[1:], per_tool * len(runs)))
         by_request: dict[Request, tuple[Made, dict[str, BinaryIO]]] = {}
-        for part, made in zip(spools, found, strict=True):
+        for part, made in found:
             handles = self._open(part, {item.request.target for item in made if item.kept is not None})
             by_request.update((item.request, (item, handles)) for item in made)
         return [by_request[request] for request in requests]
+
+    def _lower_runs(self, runs: Sequence[Sequence[Request]], spools: Sequence[Path],
+                    work: float) -> list[tuple[Path, list[Made]]]:
+        """The runs of tools left after the warm share, each spool file with what was lowered into it: here, for
+        `work` (this process's estimated CPU seconds) under `FORK_MIN_WORK_S`; else claimed by forked workers."""
+        if work < FORK_MIN_WORK_S:
+            rest = (request for run in runs for request in run)
+            return [(spools[0], lower_slice(self._build, self._plans, rest, spools[0], self._cache))]
+        tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's tokenizer
+        claims = Claims(len(runs), len(spools))
+        tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
+                 for path in spools]
+        return list(zip(spools, fork_each(tasks, len(spools), budget_mb=limits.worker_budget()), strict=True))
 
     def _open(self, spool: Path, targets: set[str]) -> dict[str, BinaryIO]:
         handles: dict[str, BinaryIO] = {target: spool_path(spool, target).open("rb") for target in sorted(targets)}

@@ -103,7 +103,7 @@ def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
 
     monkeypatch.setattr(slices, "lower_slice", lowering_here)
     monkeypatch.setattr(slices, "fork_each", forking)
-    monkeypatch.setattr(slices, "PARALLEL_MIN_TOOLS", 10)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
     monkeypatch.setattr(slices, "cores", lambda: 2)
     forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial
@@ -122,6 +122,31 @@ def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
     assert all(set(Counter(request.position for request in part).values()) <= {len(TARGETS)}
                for part in claimed[:2])
     assert all(not request.strict and request.target == "anthropic" for part in claimed[2:] for request in part)
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+def test_tools_left_after_the_warm_share_stay_in_this_process_when_their_estimated_work_is_small(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    estimates: list[float] = []
+    forks: list[int] = []
+    real_runs, real_fork = slices.SlicedLowering._lower_runs, fork_each
+
+    def lowering_runs(self: slices.SlicedLowering, runs: Any, spools: Any, work: float) -> Any:
+        estimates.append(work)
+        return real_runs(self, runs, spools, work)
+
+    monkeypatch.setattr(slices.SlicedLowering, "_lower_runs", lowering_runs)
+    monkeypatch.setattr(slices, "fork_each", lambda tasks, *args, **kwargs: forks.append(len(tasks))
+                        or real_fork(tasks, *args, **kwargs))
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", float("inf"))  # never worth a fork: all of it here
+    kept_build, kept = _compile(tmp_path, "kept", "2", monkeypatch)
+    assert kept == serial and _diagnostics(kept_build) == _diagnostics(serial_build)
+    assert forks == [] and len(estimates) == 2 and all(work > 0 for work in estimates)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)  # always worth one: two workers per round
+    _build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
+    assert forked == serial and forks == [2, 2]
 
 
 @pytest.mark.skipif(not can_fork(), reason="the tools files are written aside in a forked child")
