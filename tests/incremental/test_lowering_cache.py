@@ -128,6 +128,30 @@ def test_a_changed_shared_definition_relowers_every_tool_that_reaches_it(spec: P
     assert recompiled == clean(spec, tmp_path)
 
 
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+@pytest.mark.parametrize("fork_bound", [float("inf"), 0.0], ids=["lowered here", "by forked workers"])
+def test_a_recompile_on_two_cores_gives_the_bytes_of_a_compile_from_nothing_wherever_its_misses_are_lowered(
+        spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_bound: float) -> None:
+    """With two cores, the tools a change left to lower again are lowered after a warm share, here when their
+    estimated work is small (`slices.FORK_MIN_WORK_S`) and by forked workers otherwise: the same bytes."""
+    compile_into(spec, tmp_path / "out")
+    document = json.loads(spec.read_text())
+    name, schema = next((n, s) for n, s in document["components"]["schemas"].items() if "properties" in s)
+    schema["properties"]["added_by_review"] = {"type": "string", "description": "a new field"}
+    spec.write_text(json.dumps(document))
+    forks: list[int] = []
+    real_fork = slices.fork_each
+    monkeypatch.setattr(slices, "fork_each", lambda tasks, *args, **kwargs: forks.append(len(tasks))
+                        or real_fork(tasks, *args, **kwargs))
+    monkeypatch.setenv("TOOLC_JOBS", "2")
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", fork_bound)
+    _build, recompiled = compile_into(spec, tmp_path / "out")
+    assert bool(forks) == (fork_bound == 0.0), f"tools reaching {name}: forked {forks}"
+    monkeypatch.setenv("TOOLC_JOBS", "1")
+    assert recompiled == clean(spec, tmp_path)
+
+
 def blob_of(out: Path, target: str) -> Path:
     return store.cache_path(out, lowering.kind(target), suffix=".blob")
 
