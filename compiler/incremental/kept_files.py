@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from compiler.incremental import store
+from compiler.incremental.project import stream_digest
 from compiler.infra.diagnostics import Diagnostics
 
 KIND = "kept-files"
 _FORMAT = "1"
-_CHUNK = 1 << 20
 
 
 def recipe(parts: Iterable[str]) -> str:
@@ -64,7 +64,7 @@ class KeptFiles:
         if self._out_dir is None or recorded is None or recorded[0] != file_recipe:
             return None
         existing = self._out_dir.resolve() / path
-        return Kept(existing, recorded[1]) if _digest(existing) == recorded[1] else None
+        return Kept(existing, recorded[1]) if stream_digest(existing) == recorded[1] else None
 
     def record(self, path: str, file_recipe: str, digest: str) -> None:
         self._now[path] = [file_recipe, digest]
@@ -73,18 +73,6 @@ class KeptFiles:
         """Called once the output folder holds this compile's files (`Build.saved_with_output`)."""
         if self._out_dir is not None and self._now != self._previous:
             store.save(self._out_dir, KIND, store.Entry(_FORMAT, self._now))
-
-
-def _digest(path: Path) -> str:
-    """`sha256:<hex>` of the file, read a piece at a time; empty when it cannot be read."""
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while piece := handle.read(_CHUNK):
-                digest.update(piece)
-    except OSError:
-        return ""
-    return "sha256:" + digest.hexdigest()
 
 
 def _well_formed(payload: Any) -> bool:

@@ -66,7 +66,7 @@ def inodes(out: Path) -> dict[str, int]:
     """Inode of each toolset file and deferred form: a kept file is the last compile's, linked."""
     return {path.relative_to(out).as_posix(): path.stat().st_ino
             for path in sorted((out / "schemas").rglob("*.json"))
-            if path.parent.name == "toolsets" and path.name != "index.json" or path.name.endswith(".deferred.json")}
+            if (path.parent.name == "toolsets" and path.name != "index.json") or path.name.endswith(".deferred.json")}
 
 
 def reword(spec: Path, index: int) -> str:
