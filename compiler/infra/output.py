@@ -76,8 +76,8 @@ class FileSet(MutableMapping[str, bytes]):
             self._digests[path] = digest
 
     def keep(self, path: str, existing: Path, digest: str) -> None:
-        """Take `existing` (a file of the output folder as the last compile left it, whose sha256 is `digest`) as
-        the content of `path`: linked into the new output like a spooled file, but never removed with the spool."""
+        """Take `existing` (a file the last compile left, in the output folder or its cache, whose sha256 is `digest`)
+        as the content of `path`: linked into the new output like a spooled file, but never removed with the spool."""
         self._discard(path)
         self._spooled[path] = existing
         self._digests[path] = digest

@@ -1,6 +1,7 @@
 """Output files kept from the last compile (`compiler.incremental.kept_files`): a toolset file or deferred form made of
-the same definitions as last time is the output folder's file, linked into the new output, never made again; the
-output is byte for byte a compile from nothing, whatever the record or the old files hold."""
+the same definitions as last time is the output folder's file, linked into the new output, never made again; so is a
+tools file whose every definition the lowering cache gives back where it was (`reuse.PriorLowerings.unchanged_file`).
+The output is byte for byte a compile from nothing, whatever the record or the old files hold."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from compiler.incremental import identity, kept_files, store
 from compiler.infra.output import read_tree
 from compiler.infra.parallel import can_fork
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
-from compiler.providers import spans
+from compiler.providers import reuse, schemas, spans
 from tests.support.synthetic import synthetic_openapi
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -157,6 +158,55 @@ def test_another_toolc_keeps_nothing(spec: Path, tmp_path: Path, made: list[str]
     _build, again = compile_into(spec, out)
     assert again == cold and made
     assert not set(inodes(out).items()) & set(before.items()), "nothing of the last compile's is kept"
+
+
+@pytest.fixture
+def written(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The targets whose tools file was written (a tools file used as it is was not)."""
+    seen: list[str] = []
+    real = schemas.write_array
+
+    def counting(path: Path, target: str, *args: Any) -> Any:
+        seen.append(target)
+        return real(path, target, *args)
+
+    monkeypatch.setattr(schemas, "write_array", counting)
+    return seen
+
+
+def tools_files(out: Path) -> dict[str, int]:
+    """Inode of each target's tools file: the lowering cache's blob, and `schemas/<target>.json` where it holds it."""
+    found = {target: store.cache_path(out, reuse.kind(target), suffix=".blob").stat().st_ino for target in TARGETS}
+    return {**found, **{path: (out / path).stat().st_ino for path in (f"schemas/{target}.json" for target in TARGETS)
+                        if (out / path).stat().st_ino in found.values()}}
+
+
+def test_a_warm_compile_uses_every_tools_file_as_it_is(spec: Path, tmp_path: Path, written: list[str]) -> None:
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    first = tools_files(out)
+    assert len(first) > len(TARGETS), "some target's schemas/<target>.json is its tools file"
+    written.clear()
+    _build, warm = compile_into(spec, out)
+    assert warm == cold and not written
+    assert tools_files(out) == first
+    reword(spec, 150)
+    _build, changed = compile_into(spec, out)
+    assert sorted(written) == sorted(TARGETS), "a file holding a changed definition is written"
+    assert changed == clean(spec, tmp_path)
+
+
+def test_a_tools_file_altered_since_is_written_again(spec: Path, tmp_path: Path, written: list[str]) -> None:
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    blob = store.cache_path(out, reuse.kind("anthropic"), suffix=".blob")
+    content = blob.read_bytes()
+    blob.unlink()  # linked into the output: altered as a file of its own, keeping its size
+    blob.write_bytes(content.replace(b"\n    ", b"\n   \t", 1))
+    written.clear()
+    build, again = compile_into(spec, out)
+    assert again == cold and written
+    assert any(d.code == store.CACHE_IGNORED for d in build.diagnostics), "the altered definition is noted"
 
 
 @pytest.mark.skipif(not can_fork(), reason="the child is forked")
