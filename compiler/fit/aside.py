@@ -2,7 +2,8 @@
 earlier ones: each file is a byte range of its target's tools file, copied and hashed (Microsoft Graph: 676 MB,
 one target after another with the other core idle). The child hands back each file's spool path and sha256 (or,
 under `FileSet.SPOOL_MIN`, its bytes), and this process takes them in as it reaches the target, in the order
-it would have written them."""
+it would have written them. A file the last compile made from the same definitions is not made again, here or in
+the child: the output folder's copy is kept (`incremental.kept_files`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import BinaryIO, NamedTuple
 
 from compiler.build import Build, TargetOutput
 from compiler.fit.toolsets import Toolset
+from compiler.incremental.kept_files import KeptFiles, recipe
 from compiler.infra import limits
 from compiler.infra.output import FileSet
 from compiler.infra.parallel import WRITE_ASIDE_MIN_BYTES, Background, can_fork, cores
@@ -20,10 +22,12 @@ from compiler.providers import spans
 
 
 class Written(NamedTuple):
-    """A file the child wrote: its spooled path (or its bytes, when small) and its sha256 (empty for bytes)."""
+    """A file the child wrote: its spooled path (or its bytes, when small) and its sha256 (empty for bytes); or the
+    last compile's file, kept (`kept`: `content` is its path in the output folder)."""
 
     content: Path | bytes
     digest: str
+    kept: bool = False
 
 
 def toolset_files(toolsets: Sequence[Toolset], output: TargetOutput) -> list[tuple[str, list[str]]]:
@@ -32,16 +36,32 @@ def toolset_files(toolsets: Sequence[Toolset], output: TargetOutput) -> list[tup
              [tool_id for tool_id in toolset.tool_ids if tool_id in output.layout.spans]) for toolset in toolsets]
 
 
-def write_toolset(files: FileSet, path: str, ids: list[str], output: TargetOutput, source: BinaryIO,
+def toolset_recipe(output: TargetOutput, ids: Sequence[str]) -> str:
+    """What a toolset file is made of (`kept_files.recipe`): the target's frame and the definitions, in order."""
+    return recipe(["toolset", output.target, *(output.digests[tool_id] for tool_id in ids)])
+
+
+def _last_compiles(kept: KeptFiles, path: str, file_recipe: str) -> Written | None:
+    found = kept.find(path, file_recipe)
+    return None if found is None else Written(found.path, found.digest, kept=True)
+
+
+def write_toolset(files: FileSet, kept: KeptFiles, path: str, ids: list[str], output: TargetOutput, source: BinaryIO,
                   written: Mapping[str, Written]) -> None:
-    """`path` set in `files`: taken from what the child wrote, or copied here from the tools file."""
-    done = written.get(path)
+    """`path` set in `files`: taken from what the child wrote, kept from the last compile, or copied here from the
+    tools file; recorded in `kept` for the next compile."""
+    file_recipe = toolset_recipe(output, ids)
+    done = written.get(path) or _last_compiles(kept, path, file_recipe)
     if done is None:
         files.write_chunks(path, spans.array_chunks(output.layout, source, ids))
+    elif done.kept:
+        assert isinstance(done.content, Path)
+        files.keep(path, done.content, done.digest)
     elif isinstance(done.content, Path):
         files.adopt(path, done.content, done.digest)
     else:
         files[path] = done.content
+    kept.record(path, file_recipe, files.digest(path))
 
 
 class AsideWriter:
@@ -49,11 +69,12 @@ class AsideWriter:
     (waiting for it the first time), empty for a target left to this process. `close()` stops a child whose work
     is no longer wanted."""
 
-    def __init__(self, build: Build, toolsets: Sequence[Toolset], outputs: Mapping[str, TargetOutput]) -> None:
+    def __init__(self, build: Build, kept: KeptFiles, toolsets: Sequence[Toolset],
+                 outputs: Mapping[str, TargetOutput]) -> None:
         self._aside = _aside(outputs) if cores() > 1 and can_fork() else []
         if self._aside:
             build.files.spool_dir()  # made here, before the fork: a child's own would go when the child ends
-        self._child = Background(partial(_write, build, toolsets, [outputs[t] for t in self._aside]),
+        self._child = Background(partial(_write, build, kept, toolsets, [outputs[t] for t in self._aside]),
                                  budget_mb=limits.worker_budget()) if self._aside else None
         self._written: dict[str, Written] | None = None
 
@@ -86,12 +107,18 @@ def _aside(outputs: Mapping[str, TargetOutput]) -> list[str]:
     return aside[::-1]
 
 
-def _write(build: Build, toolsets: Sequence[Toolset], outputs: Sequence[TargetOutput]) -> dict[str, Written]:
-    """In the child: each toolset file of `outputs`, written to the spool folder (its `FileSet` copy forgets it)."""
+def _write(build: Build, kept: KeptFiles, toolsets: Sequence[Toolset],
+           outputs: Sequence[TargetOutput]) -> dict[str, Written]:
+    """In the child: each toolset file of `outputs`, kept from the last compile or written to the spool folder (its
+    `FileSet` copy forgets it)."""
     written: dict[str, Written] = {}
     for output in outputs:
         with output.array.open("rb") as source:
             for path, ids in toolset_files(toolsets, output):
+                found = _last_compiles(kept, path, toolset_recipe(output, ids))
+                if found is not None:
+                    written[path] = found
+                    continue
                 build.files.write_chunks(path, spans.array_chunks(output.layout, source, ids))
                 digest = build.files.known_digest(path)
                 written[path] = Written(build.files.detach(path), digest)

@@ -25,11 +25,12 @@ token counts add up from the per-tool figures the lowering workers counted (`spa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from compiler.build import Build, FitOutput, Layout, TargetOutput
+from compiler.build import Build, FitOutput, TargetOutput
 from compiler.config import Config
 from compiler.fit import aside as aside_files
 from compiler.fit import deferred
@@ -38,11 +39,12 @@ from compiler.fit.discovery import meta_tools
 from compiler.fit.guide import guide
 from compiler.fit.namespaces import Namespace, plan_namespaces
 from compiler.fit.toolsets import Toolset, plan_toolsets
+from compiler.incremental.kept_files import KeptFiles, recipe
 from compiler.infra.diagnostics import Diagnostic
 from compiler.infra.serialize import canonical_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers import codes, spans, tokens
-from compiler.providers.dialect import Deferral, Dialect, lower_env
+from compiler.providers.dialect import Deferral, lower_env
 from compiler.providers.lower import lower_tool, wants_strict
 from compiler.providers.registry import ALIASES, PROVIDERS
 
@@ -118,9 +120,30 @@ class _Namespaces:
         return self.planned
 
 
-def _deferred(build: Build, dialect: Dialect, layout: Layout, source: BinaryIO,
+def _deferred_recipe(output: TargetOutput, form: deferred.DeferredForm) -> str:
+    """What the deferred file is made of (`kept_files.recipe`): its skeleton and the definitions, in order."""
+    skeleton = hashlib.sha256(canonical_json(form.skeleton)).hexdigest()
+    return recipe(["deferred", output.target, skeleton, *(output.digests[tool_id] for tool_id in form.tool_ids)])
+
+
+def _write_deferred(build: Build, kept: KeptFiles, path: str, output: TargetOutput, form: deferred.DeferredForm,
+                    source: BinaryIO) -> int:
+    """Write the deferred file (or keep the last compile's, made of the same); its size."""
+    file_recipe = _deferred_recipe(output, form)
+    found = kept.find(path, file_recipe)
+    if found is None:
+        size = build.files.write_chunks(path, deferred.chunks(form, output.layout, source))
+    else:
+        build.files.keep(path, found.path, found.digest)
+        size = build.files.size(path)
+    kept.record(path, file_recipe, build.files.digest(path))
+    return size
+
+
+def _deferred(build: Build, kept: KeptFiles, output: TargetOutput, source: BinaryIO,
               namespaces: list[Namespace]) -> dict[str, Any]:
     """Write `schemas/<target>.deferred.json`, or say why it cannot be sent (TC773); its index row."""
+    dialect, layout = PROVIDERS[output.target], output.layout
     deferral = dialect.deferral
     assert deferral is not None
     path = f"schemas/{dialect.target}.deferred.json"
@@ -132,7 +155,7 @@ def _deferred(build: Build, dialect: Dialect, layout: Layout, source: BinaryIO,
     size = sum(span.length for span in layout.spans.values())
     over = _over_limits(deferral, size, len(form.tool_ids))
     if not over:
-        size = build.files.write_chunks(path, deferred.chunks(form, layout, source))
+        size = _write_deferred(build, kept, path, output, form, source)
         over = _over_limits(deferral, size, len(form.tool_ids))
         if over:
             del build.files[path]
@@ -212,7 +235,7 @@ def _plan(build: Build) -> _Plan:
     return _Plan(emitted_ids, by_id, toolsets, member_of, budgets(build))
 
 
-def _write_toolsets(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
+def _write_toolsets(build: Build, kept: KeptFiles, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
                     aside: Mapping[str, aside_files.Written]) -> _Written:
     """Each toolset's file (cut from the target's tools array, or as a child wrote it: `aside`) and the
     provider's deferred form."""
@@ -221,12 +244,12 @@ def _write_toolsets(build: Build, plan: _Plan, output: TargetOutput, namespaces:
     layout = output.layout
     with output.array.open("rb") as source:
         for toolset, (path, ids) in zip(plan.toolsets, aside_files.toolset_files(plan.toolsets, output), strict=True):
-            aside_files.write_toolset(build.files, path, ids, output, source, aside)
+            aside_files.write_toolset(build.files, kept, path, ids, output, source, aside)
             cost = spans.array_tokens(layout, ids)
             written.sendable.append((path, ids, cost))
             written.toolset_rows[toolset.name] = {"file": path, "tools": len(ids), "tokens": cost}
         if dialect.deferral is not None:
-            written.files["deferred"] = _deferred(build, dialect, layout, source, namespaces(plan.toolsets, plan.by_id))
+            written.files["deferred"] = _deferred(build, kept, output, source, namespaces(plan.toolsets, plan.by_id))
     return written
 
 
@@ -272,11 +295,11 @@ def _check_budget(build: Build, output: TargetOutput, sendable: list[tuple[str, 
             f"{_largest(costs, names, ids)} ({path}, {len(ids)} tools)"), output.target))
 
 
-def _fit_target(build: Build, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
+def _fit_target(build: Build, kept: KeptFiles, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
                 aside: Mapping[str, aside_files.Written]) -> tuple[_Written, Any]:
     """Write one target's fit files and check its budget; its files and index row."""
     target, dialect = output.target, PROVIDERS[output.target]
-    written = _write_toolsets(build, plan, output, namespaces, aside)
+    written = _write_toolsets(build, kept, plan, output, namespaces, aside)
     all_path, all_ids, fits = f"schemas/{target}.json", list(output.layout.spans), output.fits_one_request
     all_tokens = spans.array_tokens(output.layout, all_ids)
     discovery = _write_discovery(build, output, written)
@@ -308,12 +331,13 @@ def emit_fit(build: Build) -> dict[str, FitOutput]:
     index_targets: dict[str, Any] = {}
     tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in plan.emitted_ids}
     fit: dict[str, FitOutput] = {}
-    writer = aside_files.AsideWriter(build, plan.toolsets, build.providers)
+    kept = KeptFiles(build.out_dir, build.diagnostics)
+    writer = aside_files.AsideWriter(build, kept, plan.toolsets, build.providers)
     try:
         for target, output in build.providers.items():
             for tool_id, span in output.layout.spans.items():
                 tool_tokens[tool_id][target] = span.tokens
-            written, row = _fit_target(build, plan, output, namespaces, writer.take(target))
+            written, row = _fit_target(build, kept, plan, output, namespaces, writer.take(target))
             for name, toolset_row in written.toolset_rows.items():
                 index_sets[name]["targets"][target] = toolset_row
             index_targets[target] = row
@@ -329,6 +353,7 @@ def emit_fit(build: Build) -> dict[str, FitOutput]:
                        for tool_id in plan.emitted_ids}}
     build.add_file("schemas/toolsets/index.json", canonical_json(index))
     build.add_file("schemas/README.md", guide(index_targets))
+    build.saved_with_output.append(kept.save)
     return fit
 
 

@@ -69,7 +69,7 @@ def output_hashes(files: FileSet) -> dict[str, str]:
         if spooled is None:
             hashes[path] = file_digest(files[path])
         else:  # an unreadable spool file records no digest: the record then never proves the folder current
-            hashes[path] = files.known_digest(path) or _stream_digest(spooled) or ""
+            hashes[path] = files.known_digest(path) or stream_digest(spooled) or ""
     return hashes
 
 
@@ -83,7 +83,7 @@ def prove_unchanged(config: Config, inputs: Iterable[InputLike] | None, targets:
                            tools=entry.payload["tools"])
     reads_now: dict[str, str] = {}
     for path in record.reads:
-        digest = _stream_digest(Path(path))
+        digest = stream_digest(Path(path))
         if digest is None:
             return None
         reads_now[path] = digest
@@ -93,12 +93,13 @@ def prove_unchanged(config: Config, inputs: Iterable[InputLike] | None, targets:
     if set(OutputFolder(folder)) != set(record.outputs):
         return None
     for path, digest in record.outputs.items():
-        if _stream_digest(folder / path) != digest:
+        if stream_digest(folder / path) != digest:
             return None
     return record
 
 
-def _stream_digest(path: Path) -> str | None:
+def stream_digest(path: Path) -> str | None:
+    """`sha256:<hex>` of a file, read a piece at a time; None when it cannot be read."""
     digest = hashlib.sha256()
     try:
         with path.open("rb") as handle:

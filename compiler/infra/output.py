@@ -48,6 +48,8 @@ class FileSet(MutableMapping[str, bytes]):
         self._spooled: dict[str, Path] = {}
         self._digests: dict[str, str] = {}
         """Path → sha256 of a spooled file its writer hashed as it wrote it (never read back to hash it)."""
+        self._kept: set[str] = set()
+        """Paths whose file is the last compile's, taken as it is (`keep`): linked into the output, never removed."""
         self._spool: Spool | None = None
 
     def spool_dir(self) -> Path:
@@ -61,6 +63,7 @@ class FileSet(MutableMapping[str, bytes]):
         (`toolc compile` ends its process without the interpreter's teardown, which would otherwise remove it)."""
         self._spooled.clear()
         self._digests.clear()
+        self._kept.clear()
         if self._spool is not None:
             self._spool.close()
             self._spool = None
@@ -72,13 +75,29 @@ class FileSet(MutableMapping[str, bytes]):
         if digest:
             self._digests[path] = digest
 
+    def keep(self, path: str, existing: Path, digest: str) -> None:
+        """Take `existing` (a file the last compile left, in the output folder or its cache, whose sha256 is `digest`)
+        as the content of `path`: linked into the new output like a spooled file, but never removed with the spool."""
+        self._discard(path)
+        self._spooled[path] = existing
+        self._digests[path] = digest
+        self._kept.add(path)
+
     def known_digest(self, path: str) -> str:
         """The sha256 `adopt` was given for `path`, or empty."""
+        return self._digests.get(path, "")
+
+    def digest(self, path: str) -> str:
+        """sha256 of a file held in memory, or of a spooled one as its writer hashed it (empty if it did not)."""
+        if path in self._small:
+            return "sha256:" + hashlib.sha256(self._small[path]).hexdigest()
         return self._digests.get(path, "")
 
     def detach(self, path: str) -> Path | bytes:
         """Take `path` out of the set but keep its content: the spooled file (it stays in the spool folder and goes
         with it) or the bytes. For a file replaced in the output whose content is still read."""
+        if path in self._kept:
+            raise ValueError(f"{path} is the last compile's file: it cannot be detached")
         self._digests.pop(path, None)
         spooled = self._spooled.pop(path, None)
         return spooled if spooled is not None else self._small.pop(path)
@@ -145,8 +164,9 @@ class FileSet(MutableMapping[str, bytes]):
         self._small.pop(path, None)
         self._digests.pop(path, None)
         spooled = self._spooled.pop(path, None)
-        if spooled is not None:
+        if spooled is not None and path not in self._kept:
             spooled.unlink(missing_ok=True)
+        self._kept.discard(path)
 
     def __contains__(self, path: object) -> bool:
         return path in self._small or path in self._spooled

@@ -10,8 +10,10 @@ lowering reported, the resolver's included, and where the definition sits with t
 target's tools file as the last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing
 saves neither again. A hit is never decoded, and the tools file is never read whole: `spans.write_array` copies
 each reused definition's bytes from it by byte range as it reaches the definition (`CachedSpan`), checked
-against their sha256, with the digest and tokens measured when they were placed. Microsoft Graph's four tools
-files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
+against their sha256, with the digest and tokens measured when they were placed; or, when every definition is given
+back at the place it had, the file is the last one byte for byte and is used as it is, once it hashes to the sha256
+recorded with it (`unchanged_file`: a warm compile neither copies, hashes twice, nor writes Graph's 706 MB again).
+Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
 lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
 one compile's worth.
@@ -21,21 +23,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
-from compiler.build import Layout
+from compiler.build import Layout, Span
 from compiler.config import Config
 from compiler.incremental import store
+from compiler.incremental.project import stream_digest
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.dialect import Lowered
 from compiler.providers.registry import keeps_strict_parameters
-from compiler.providers.spans import Measure, Placed
+from compiler.providers.spans import Measure, Placed, frame
 
 
 def kind(target: str) -> str:
@@ -171,6 +174,29 @@ class PriorLowerings:
         return {lowered.tool.id: lowered.span for lowered in final
                 if isinstance(lowered, CachedLowered) and lowered.span is not None
                 and self._given.get(lowered.tool.id) is lowered}
+
+    def unchanged_file(self, final: Sequence[Lowered]) -> tuple[Path, dict[str, Measure], Layout] | None:
+        """The last compile's tools file, its definitions' measures and its layout, when this compile's would be it
+        byte for byte: every definition of `final` given back by this cache, each at the offset it had and nothing
+        else in the file but the frame; and the file still hashes as recorded. None otherwise (then it is written)."""
+        reused = self.reused(final)
+        if self._blob is None or not final or len(reused) != len(final):
+            return None
+        shape = frame(self._target)
+        offset = len(shape.head)
+        spans: dict[str, Span] = {}
+        for item in final:
+            span = reused[item.tool.id]
+            if span.offset != offset:
+                return None
+            spans[item.tool.id] = Span(offset, span.length, span.measure.tokens, span.measure.inner)
+            offset += span.length + len(shape.sep)
+        if offset - len(shape.sep) + len(shape.tail) != self._blob.size:
+            return None
+        if stream_digest(self._blob.path) != self._previous_blob:
+            return None  # altered since: written from the definitions, whose ranges are checked one by one
+        measures = {tool_id: reused[tool_id].measure for tool_id in spans}
+        return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
 
     def close(self) -> None:
         """Close the last compile's tools file (the definitions it gave back can no longer be read)."""

@@ -56,6 +56,8 @@ class _Emitted:
     tools_path: str
     layout: Layout
     """Where each definition sits in the tools file and its tokens (by tool id, in the file's order)."""
+    kept: bool
+    """`tools_path` is the last compile's tools file, used as it is (`PriorLowerings.unchanged_file`)."""
     names: JsonObject
     """The reverse name map, as `lower_target` made it (never encoded and decoded again in one process)."""
     digests: dict[str, str]
@@ -182,6 +184,8 @@ class _Written(NamedTuple):
     path: Path
     digests: dict[str, str]
     layout: Layout
+    kept: bool = False
+    """`path` is the last compile's tools file (the lowering cache's): it goes into the output as it is."""
 
 
 def _write_tools_files(build: Build, results: Mapping[str, TargetResult],
@@ -225,13 +229,17 @@ def _write_each(build: Build, ordered: Mapping[str, list[Lowered]], priors: Mapp
                 targets: list[str]) -> dict[str, _Written]:
     written = {}
     for target in targets:
-        path = build.files.spool_dir() / f"{target}.tools.json"
         prior = priors[target]
-        measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]))
+        unchanged = prior.unchanged_file(ordered[target]) if prior is not None else None
+        if unchanged is not None:
+            path, measures, layout = unchanged
+        else:
+            path = build.files.spool_dir() / f"{target}.tools.json"
+            measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]))
         if prior is not None:
             prior.save(ordered[target], path, layout, measures)
         digests = {tool_id: measure.digest for tool_id, measure in measures.items()}
-        written[target] = _Written(path, digests, layout)
+        written[target] = _Written(path, digests, layout, kept=unchanged is not None)
     return written
 
 
@@ -239,8 +247,8 @@ def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _W
     """What the rest of the compile needs of one target's lowering and its tools file."""
     summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
                "bytes": written.path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
-    return _Emitted(result.target, str(written.path), written.layout, result.name_map(), written.digests, summary,
-                    [*resolver_found, *result.diagnostics])
+    return _Emitted(result.target, str(written.path), written.layout, written.kept, result.name_map(), written.digests,
+                    summary, [*resolver_found, *result.diagnostics])
 
 
 def emit_providers(build: Build) -> dict[str, TargetOutput]:
@@ -267,7 +275,10 @@ def _emit(build: Build) -> dict[str, TargetOutput]:
             tools_file = f"schemas/{target}.json"
             if tools_file in build.files:
                 raise ValueError(f"two stages write {tools_file}")
-            build.files.adopt(tools_file, array, item.layout.sha256)
+            if item.kept:
+                build.files.keep(tools_file, array, item.layout.sha256)
+            else:
+                build.files.adopt(tools_file, array, item.layout.sha256)
         build.add_file(f"schemas/{target}.names.json", canonical_json(item.names))
         outputs[target] = TargetOutput(target=target, tools=_Definitions(target, array, item.layout),
                                        names=item.names, summary=item.summary, array=array,
