@@ -73,6 +73,29 @@ def test_claude_input_examples_are_the_valid_document_examples() -> None:
     assert "does not validate" in dropped.message
 
 
+def test_a_schema_is_checked_against_the_metaschema_once(monkeypatch: Any) -> None:
+    """Tools that share a schema share its metaschema check (`examples._valid_schema`): the same examples kept, and
+    a schema jsonschema refuses gives none, the first time and every time after."""
+    from jsonschema import Draft202012Validator
+
+    from compiler.providers import examples
+
+    checked: list[Any] = []
+    real = Draft202012Validator.check_schema
+    monkeypatch.setattr(Draft202012Validator, "check_schema",
+                        classmethod(lambda cls, schema: checked.append(schema) or real(schema)))
+    schema = {"type": "object", "properties": {"unique-to-this-test": {"type": "string", "examples": ["a"]}}}
+    first, second = (lower_one(schema, "anthropic", name=name).lowered[0].definition for name in ("one", "two"))
+    assert first["input_examples"] == second["input_examples"] == [{"unique-to-this-test": "a"}]
+    assert len(checked) == 1
+    broken = {"type": "object", "minProperties": -1,  # the metaschema wants a non-negative integer
+              "properties": {"unique-to-this-test": {"type": "string", "examples": ["a"]}}}
+    for name in ("three", "four"):
+        assert "input_examples" not in lower_one(broken, "anthropic", name=name).lowered[0].definition
+    assert len(checked) == 2
+    assert examples._valid_schema({"maximum": 2**70}) and examples._valid_schema({"maximum": 2**70})
+
+
 def test_no_examples_no_key() -> None:
     result = lower_one({"type": "object", "properties": {"a": {"type": "string"}}}, "anthropic")
     assert "input_examples" not in result.lowered[0].definition
