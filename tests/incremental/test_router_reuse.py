@@ -1,5 +1,6 @@
 """Per tool reuse of the router's data files (`compiler.codegen.router.reuse`): after one changed operation only
-its tool's pieces of `_catalog.json`, `_codemode.json`, `_schemas.json` and `_tables.json` are made again, and
+its tool's pieces of `_catalog.json`, `_codemode.json`, `_schemas.json`, `_tables.json` and `_serve.json` are
+made again, and
 the output is byte for byte a compile from nothing, whatever changed (a description, a parameter, a tool added,
 removed, or renamed so that its function name collides) and whatever the cache holds (another toolc's, a
 corrupted file, ranges that no longer match, an output folder edited since)."""
@@ -23,7 +24,6 @@ from compiler.infra.parallel import can_fork
 from tests.incremental.test_lowering_cache import compile_into
 from tests.support.synthetic import synthetic_openapi
 
-PIECED = ("_catalog.json", "_codemode.json", "_schemas.json", "_tables.json")
 BAD_PATTERN = "(unclosed"
 """A parameter pattern Python's `re` refuses: its tool's `_schemas.json` piece comes with a TC650."""
 
@@ -105,7 +105,7 @@ def test_a_warm_compile_makes_no_piece_and_a_changed_description_only_its_tools(
     out = tmp_path / "out"
     build, cold = compile_into(spec, out, codegen=True)
     routed = len(build.catalog.tools)
-    assert len(made) >= 4 * routed, "a compile from nothing makes every piece"
+    assert len(made) >= 5 * routed, "a compile from nothing makes every piece"
     assert store.cache_path(out, KIND).is_file()
     made.clear()
     _edit(spec, _add_parameter)  # a first change, so the next compile regenerates the router from the pieces
@@ -113,7 +113,7 @@ def test_a_warm_compile_makes_no_piece_and_a_changed_description_only_its_tools(
     made.clear()
     _edit(spec, _reword)
     build, recompiled = compile_into(spec, out, codegen=True)
-    assert len(made) == 4, "one tool's catalog entry, function, schema line and table row: nothing else"
+    assert len(made) == 5, "one tool's catalog entry, function, schema line, table row and served entry: no other"
     clean, clean_diagnostics = _clean(spec, tmp_path)
     assert recompiled == clean
     assert _diagnostics(build) == clean_diagnostics
@@ -130,7 +130,7 @@ def test_a_changed_compile_is_a_compile_from_nothing(spec: Path, tmp_path: Path,
     _edit(spec, change)
     made.clear()
     build, recompiled = compile_into(spec, out, codegen=True)
-    assert len(made) <= 8, "the pieces of the tools changed (and of the one a rename renames), no others"
+    assert len(made) <= 10, "the pieces of the tools changed (and of the one a rename renames), no others"
     clean, clean_diagnostics = _clean(spec, tmp_path)
     assert recompiled == clean
     assert _diagnostics(build) == clean_diagnostics
@@ -194,7 +194,7 @@ def test_a_damaged_or_foreign_cache_is_ignored_with_a_note(spec: Path, tmp_path:
     build, recompiled = compile_into(spec, out, codegen=True)
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED and d.source.endswith(f".{KIND}.json")]
     assert notes, "a TC140 note says the cache was not used"
-    assert len(made) >= 4 * routed, "every piece made again"
+    assert len(made) >= 5 * routed, "every piece made again"
     assert recompiled == _clean(spec, tmp_path)[0]
 
 
@@ -222,7 +222,7 @@ def test_pieces_that_do_not_check_out_are_made_again(spec: Path, tmp_path: Path,
     _edit(spec, _reword)
     made.clear()
     _build, recompiled = compile_into(spec, out, codegen=True)
-    assert len(made) > 4, "the pieces whose bytes no longer match are made again"
+    assert len(made) > 5, "the pieces whose bytes no longer match are made again"
     assert recompiled == _clean(spec, tmp_path)[0]
 
 

@@ -39,7 +39,7 @@ from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_na
 from compiler.codegen.router.parts import PARTS_MODULE, included_parts, left_out_files, parts_module
 from compiler.codegen.router.pins import pins_file
 from compiler.codegen.router.reuse import FilePieces, RouterFiles, RouterReuse, piece_key
-from compiler.codegen.router.serve import mcp_names, serve_file
+from compiler.codegen.router.serve import mcp_names, serve_chunks
 from compiler.codegen.router.tables import (
     api_rows,
     overridden_url,
@@ -180,7 +180,7 @@ def _router_files(build: Build, spool: Path | None) -> RouterFiles:
     del schemas
     out.data("_pins.json", [pins_file(routed, build.config, build.diagnostics)])
     if "serve" in parts:
-        out.data("_serve.json", [serve_file(build.catalog, routed, build.config.names)])
+        out.pieced("_serve.json", partial(serve_chunks, build.catalog, routed, build.config.names, tool_hash=hashes))
         report_ambiguous_names(build, routed, maps)
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
     return RouterFiles({path: content for path, content in out.files.items() if path not in left_out},
