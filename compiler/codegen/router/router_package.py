@@ -17,7 +17,7 @@ opentelemetry-api (psycopg only when a DSN is used, pydantic-monty only in code 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -180,8 +180,9 @@ def _router_files(build: Build, spool: Path | None) -> RouterFiles:
     del schemas
     out.data("_pins.json", [pins_file(routed, build.config, build.diagnostics)])
     if "serve" in parts:
-        out.pieced("_serve.json", partial(serve_chunks, build.catalog, routed, build.config.names, tool_hash=hashes))
-        report_ambiguous_names(build, routed, maps)
+        served = mcp_names(sorted(routed, key=lambda tool: tool.id), build.config.names)
+        out.pieced("_serve.json", partial(serve_chunks, build.catalog, routed, served, tool_hash=hashes))
+        report_ambiguous_names(build, served, maps)
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
     return RouterFiles({path: content for path, content in out.files.items() if path not in left_out},
                        {path: file for path, file in out.spooled.items() if path not in left_out},
@@ -197,9 +198,9 @@ def _tool_hashes(build: Build, keeps: bool) -> Callable[[Tool], str]:
     return lambda tool: hashes[tool.id]
 
 
-def report_ambiguous_names(build: Build, routed: list[Tool], maps: NameMaps) -> None:
-    """TC640 for each name the served endpoint would refuse without `?provider=` (it means two tools)."""
-    served = mcp_names(sorted(routed, key=lambda tool: tool.id), build.config.names)
+def report_ambiguous_names(build: Build, served: Mapping[str, str], maps: NameMaps) -> None:
+    """TC640 for each name the served endpoint would refuse without `?provider=` (it means two tools);
+    `served`: tool id → its MCP name."""
     for name, tool_ids in ambiguous_names(served, maps).items():
         build.diagnostics.report(
             AMBIGUOUS_NAME, f"served name {name!r} means {len(tool_ids)} tools ({', '.join(tool_ids)}): "

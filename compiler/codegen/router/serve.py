@@ -116,15 +116,16 @@ def output_schema(tool: Tool, defs: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def serve_file(catalog: Catalog, tools: Iterable[Tool], names: NamesConfig) -> bytes:
     """`{"format": 1, "tools": {mcp name: {"id", "title"?, "description", "annotations", "outputSchema"?}}}`."""
-    return b"".join(serve_chunks(catalog, tools, names, FilePieces({}, None, keep=False), tool_hash=lambda tool: ""))
+    routed = sorted(tools, key=lambda tool: tool.id)
+    return b"".join(serve_chunks(catalog, routed, mcp_names(routed, names), FilePieces({}, None, keep=False),
+                                 tool_hash=lambda tool: ""))
 
 
-def serve_chunks(catalog: Catalog, tools: Iterable[Tool], names: NamesConfig, pieces: FilePieces, *,
+def serve_chunks(catalog: Catalog, tools: Iterable[Tool], served: Mapping[str, str], pieces: FilePieces, *,
                  tool_hash: Callable[[Tool], str]) -> Iterator[bytes]:
     """`serve_file`'s bytes, one line per tool, each line a piece (`router.reuse`) keyed by the tool's IR hash
-    and the name it is served under (which depends on every tool: computed here every time)."""
+    and the name it is served under (`served`: `mcp_names` of every tool, assigned over the whole set)."""
     routed = sorted(tools, key=lambda tool: tool.id)
-    served = mcp_names(routed, names)
     known = {source.id: source for source in catalog.sources}
     yield pieces.frame(b'{"format":1,\n"tools":{\n')
     for index, tool in enumerate(routed):

@@ -271,9 +271,8 @@ def tables_chunks(tools: list[dict[str, Any]], maps: NameMaps, pieces: FilePiece
     (`name_maps`). Compact: a big API's is megabytes. The bytes of `compact_json` of that object (keys sorted, as
     the rows are by id) + a newline, one tool's row a piece (`router.reuse`), keyed by what the row is made from
     (`tool_hash`: the row's tool's IR hash) and the row itself but for the tool's own fields."""
-    head = compact_json({"format": TABLES_FORMAT, "name_maps": dict(maps.targets),
-                         "name_tables": [dict(table) for table in maps.tables]})
-    yield pieces.frame(head[:-1] + b',"tools":{')
+    yield pieces.frame(b'{"format":' + compact_json(TABLES_FORMAT) + b',"name_maps":' + compact_json(dict(maps.targets))
+                       + b',"name_tables":[' + b",".join(maps.encoded) + b'],"tools":{')
     for position, row in enumerate(tools):
         if position:
             yield pieces.frame(b",")
