@@ -2,11 +2,14 @@
 the same (issue 27: one changed description must not bundle, type and encode Microsoft Graph's 11k tools again).
 
 The big data files are one piece per tool in tool order between a few bytes of frame (`_catalog.json`,
-`_codemode.json`, `_schemas.json`, `_tables.json`; the per-source `$defs` of `_schemas.json` are pieces too).
-A piece is keyed by everything it is made from: the tool's IR hash (every field of the tool and every shared
-definition it reaches, `incremental.ir_hash`), plus what the file's piece reads besides the tool (its function
-name, which depends on the whole source; its toolsets; its policy aliases; its API's base URL; the resolver's
-limits). Names that depend on the whole set are computed as before and only their results enter a key.
+`_codemode.json`, `_schemas.json`, `_tables.json`, `_serve.json`; the per-source `$defs` of `_schemas.json` are
+pieces too). A piece is keyed by everything it is made from: the tool's IR hash (every field of the tool and
+every shared definition it reaches, `incremental.ir_hash`), plus what the file's piece reads besides the tool
+(its code-mode function name or served MCP name, which depend on the whole set; its toolsets; its policy
+aliases; its API's base URL; the resolver's limits). Names that depend on the whole set are computed every time
+as before, and only their results enter a key; the files' frames (name tables, the code-mode tools) are made
+every time too. The bytes are those of a compile from nothing because each piece's maker is a pure function of
+what its key holds.
 
 A hit is read from the last compile's file in the output folder by its byte range and checked against the sha256
 the entry recorded: a file edited or replaced since gives a miss, and the piece is made again. One file per
