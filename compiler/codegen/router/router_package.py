@@ -51,6 +51,7 @@ from compiler.codegen.router.tables import (
 )
 from compiler.fit.forms import toolsets_of
 from compiler.incremental.ir_hash import tool_hashes
+from compiler.infra.collector import collector_paused
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.output import SpooledFile, spool_file
 from compiler.infra.serialize import compact_json
@@ -151,6 +152,14 @@ class _Output:
 
 
 def _router_files(build: Build, spool: Path | None) -> RouterFiles:
+    # The collector paused: making the router allocates millions of small acyclic containers (rows, bundled
+    # schemas, entries) whose allocation sets off collections that scan them over and over (Microsoft Graph's
+    # changed compile: 1.9 -> 1.55 s of CPU); what the block leaves is collected once as it ends.
+    with collector_paused(collect_after=True):
+        return _make_router_files(build, spool)
+
+
+def _make_router_files(build: Build, spool: Path | None) -> RouterFiles:
     context = router_context(build)
     try:
         tables = render(TEMPLATE, **context)
