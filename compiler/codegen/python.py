@@ -10,13 +10,16 @@ all under `python/` in the output folder. Layout:
 
 from __future__ import annotations
 
+from functools import partial
+
 from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
 from compiler.codegen.format_reuse import FormatReuse
 from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
+from compiler.codegen.router import reuse as router_reuse
+from compiler.codegen.router.reuse import RouterFiles
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.output import SpooledFile
 from compiler.infra.parallel import Background, can_fork, cores
 
 BACKGROUND_MIN_TOOLS = 1000
@@ -34,7 +37,8 @@ def emit_python(build: Build) -> CodegenRecord | None:
     if reused is not None:
         return reused
     before = len(build.diagnostics)
-    generated, spooled = _generate(build)
+    router, stubs = _generate(build)
+    generated = {**router.files, **stubs}
     if generated:
         generated["ruff.toml"] = RUFF_TOML
     formats = FormatReuse(build.out_dir, build.previous_output, build.diagnostics) if build.out_dir else None
@@ -45,28 +49,30 @@ def emit_python(build: Build) -> CodegenRecord | None:
         return None
     if formats is not None:
         build.saved_with_output.append(formats.save)
+    if build.out_dir is not None and router.cache is not None:
+        build.saved_with_output.append(partial(router_reuse.save, build.out_dir, router.cache))
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():
         build.add_file(path, content)
-    for path, file in sorted(spooled.items()):
+    for path, file in sorted(router.spooled.items()):
         build.adopt_file(f"python/{path}", file.path, file.sha256)
     return record(key, files, build.diagnostics.items[before:],
-                  {f"python/{path}": file.sha256 for path, file in spooled.items()})
+                  {f"python/{path}": file.sha256 for path, file in router.spooled.items()})
 
 
-def _generate(build: Build) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
+def _generate(build: Build) -> tuple[RouterFiles, dict[str, bytes]]:
     """The router's files and the stubs', with the router's diagnostics before the stubs' wherever it ran; the
-    router's biggest file is left in the spool folder (`generate_router_spooled`)."""
+    router's data files are left in the spool folder (`generate_router_spooled`)."""
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
     from compiler.codegen.router.router_package import generate_router_spooled
     from compiler.codegen.stubs.stub_packages import generate_stubs
 
     spool = build.files.spool_dir()  # made here, before any fork: a child's own would go when the child ends
     if cores() < 2 or len(build.catalog.tools) < BACKGROUND_MIN_TOOLS or not can_fork():
-        router_files, spooled = generate_router_spooled(build, spool)
-        return {**router_files, **generate_stubs(build)}, spooled
+        router_files = generate_router_spooled(build, spool)
+        return router_files, generate_stubs(build)
 
-    def router_with_diagnostics() -> tuple[tuple[dict[str, bytes], dict[str, SpooledFile]], list[Diagnostic]]:
+    def router_with_diagnostics() -> tuple[RouterFiles, list[Diagnostic]]:
         mark = len(build.diagnostics)  # in the child: what it adds is handed back with its files
         return generate_router_spooled(build, spool), build.diagnostics.items[mark:]
 
@@ -77,8 +83,8 @@ def _generate(build: Build) -> tuple[dict[str, bytes], dict[str, SpooledFile]]:
     except BaseException:
         router.cancel()
         raise
-    (router_files, spooled), router_diagnostics = router.result()
+    router_files, router_diagnostics = router.result()
     stubs_diagnostics = build.diagnostics.items[mark:]
     del build.diagnostics.items[mark:]
     build.diagnostics.extend([*router_diagnostics, *stubs_diagnostics])
-    return {**router_files, **stubs}, spooled
+    return router_files, stubs

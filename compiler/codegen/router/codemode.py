@@ -16,15 +16,18 @@ type-checks a program against the signatures and serves the docs search from the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
+
+import orjson
 
 from compiler.build import Build
+from compiler.codegen.router.reuse import FilePieces, piece_key
 from compiler.codegen.stubs.identifiers import snake_name, unique_names
 from compiler.codegen.stubs.stub_packages import function_names, package_names
 from compiler.fit.codemode import definitions
 from compiler.infra.serialize import compact_json
-from compiler.ir import Tool
+from compiler.ir import Source, Tool
 
 MAX_DEPTH = 4
 """Nesting rendered as types; deeper values are `Any` (the router validates the whole schema anyway)."""
@@ -138,16 +141,36 @@ def function_entry(tool: Tool, name: str, schema: Mapping[str, Any],
             "signature": f"async def {name}({arguments}) -> {returns}:", "doc": "\n".join(doc)}
 
 
-def codemode_file(build: Build, routed: list[Tool], schemas: Mapping[str, Mapping[str, Any]]) -> bytes:
-    """`_codemode.json`: module → function → entry, for every routed tool (`schemas`: bundled input schemas)."""
+class Bundled(Protocol):
+    """Tool → its bundled input schema (`router_package.BundledInputs`), and what bundling read besides it."""
+
+    settings: list[int]
+
+    def __getitem__(self, tool: Tool) -> Mapping[str, Any]: ...
+
+
+def codemode_chunks(build: Build, routed: list[Tool], schemas: Bundled, pieces: FilePieces, *,
+                    tool_hash: Callable[[Tool], str]) -> Iterator[bytes]:
+    """`_codemode.json`: module → function → entry, for every routed tool: the bytes of `compact_json` of that
+    object + a newline, one function a piece (`router.reuse`), keyed by its tool's IR hash and its name (which
+    depends on its source's other tools: computed here every time)."""
     packages = package_names(build.catalog.sources)
-    modules: dict[str, dict[str, Any]] = {}
+    modules: dict[str, tuple[Source, list[Tool], dict[str, str]]] = {}
     for source in build.catalog.sources:
         tools = [tool for tool in routed if tool.source == source.id]
-        if not tools:
-            continue
-        names = function_names(tools)
-        modules[packages[source.id]] = {
-            names[tool.name]: function_entry(tool, names[tool.name], schemas[tool.id], source.definitions)
-            for tool in sorted(tools, key=lambda item: names[item.name])}
-    return compact_json({"format": 1, "tools": definitions(), "modules": dict(sorted(modules.items()))}) + b"\n"
+        if tools:
+            modules[packages[source.id]] = (source, tools, function_names(tools))
+    yield pieces.frame(b'{"format":1,"modules":{')
+    for position, (module, (source, tools, names)) in enumerate(sorted(modules.items())):
+        yield pieces.frame((b"," if position else b"") + orjson.dumps(module) + b":{")
+        for index, tool in enumerate(sorted(tools, key=lambda item: names[item.name])):
+            name = names[tool.name]
+            key = piece_key("codemode", tool.id, tool_hash(tool), name, schemas.settings)
+            yield pieces.frame(b"," if index else b"")
+            yield pieces.piece(key, lambda: (_function_piece(tool, name, schemas, source), []))  # noqa: B023
+        yield pieces.frame(b"}")
+    yield pieces.frame(b'},"tools":' + compact_json(definitions()) + b"}\n")
+
+
+def _function_piece(tool: Tool, name: str, schemas: Bundled, source: Source) -> bytes:
+    return orjson.dumps(name) + b":" + compact_json(function_entry(tool, name, schemas[tool], source.definitions))

@@ -11,12 +11,15 @@ readable; keys are sorted, so the same catalog gives the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from compiler.infra.diagnostics import Diagnostics
+from compiler.codegen.router.reuse import FilePieces, piece_key
+from compiler.infra.diagnostics import Diagnostic, Diagnostics
+from compiler.infra.serialize import compact_json
 from compiler.ir import Catalog, HttpBinding, McpBinding, Tool
 
 BAD_PATTERN = "TC650"
@@ -29,22 +32,34 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def schemas_file(catalog: Catalog, tools: Iterable[Tool], diagnostics: Diagnostics) -> bytes:
-    """`{"format": 1, "defs": {source: $defs}, "tools": {tool id: {"source", "schema"}}}` as JSON bytes."""
+def schemas_chunks(catalog: Catalog, tools: Iterable[Tool], diagnostics: Diagnostics, pieces: FilePieces, *,
+                   tool_hash: Callable[[Tool], str]) -> Iterator[bytes]:
+    """`{"format": 1, "defs": {source: $defs}, "tools": {tool id: {"source", "schema"}}}` as JSON bytes, one line
+    per source's `$defs` and per tool, each line a piece (`router.reuse`): a tool's keyed by its IR hash (its
+    TC650s kept with it), a source's `$defs` by their encoding."""
     routed = sorted(tools, key=lambda tool: tool.id)
     sources = sorted({tool.source for tool in routed})
     defs = {source: dict(catalog.source(source).definitions) for source in sources
             if any(s.id == source for s in catalog.sources) and catalog.source(source).definitions}
-    for tool in routed:
-        _check_patterns(tool, tool.input_schema, "", diagnostics)
-    lines = ['{"format":1,', '"defs":{']
-    lines += [f"{_dumps(source)}:{_dumps(value)}{',' if i < len(defs) - 1 else ''}"
-              for i, (source, value) in enumerate(sorted(defs.items()))]
-    lines += ["},", '"tools":{']
-    lines += [f"{_dumps(tool.id)}:{_dumps({'source': tool.source, 'schema': tool.input_schema})}"
-              f"{',' if i < len(routed) - 1 else ''}" for i, tool in enumerate(routed)]
-    lines += ["}}", ""]
-    return "\n".join(lines).encode()
+    yield pieces.frame(b'{"format":1,\n"defs":{\n')
+    for position, (source, value) in enumerate(sorted(defs.items())):
+        key = piece_key("defs", source, hashlib.sha256(compact_json(value)).hexdigest())
+        yield pieces.piece(key, lambda: (f"{_dumps(source)}:{_dumps(value)}".encode(), []))  # noqa: B023
+        yield pieces.frame(b",\n" if position < len(defs) - 1 else b"\n")
+    yield pieces.frame(b'},\n"tools":{\n')
+    for position, tool in enumerate(routed):
+        key = piece_key("schemas", tool.id, tool_hash(tool))
+        yield pieces.piece(key, lambda: _tool_line(tool, diagnostics), diagnostics)  # noqa: B023
+        yield pieces.frame(b",\n" if position < len(routed) - 1 else b"\n")
+    yield pieces.frame(b"}}\n")
+
+
+def _tool_line(tool: Tool, diagnostics: Diagnostics) -> tuple[bytes, list[Diagnostic]]:
+    """A tool's line of `_schemas.json`, and the TC650s its patterns gave (reported to `diagnostics` too)."""
+    mark = len(diagnostics)
+    _check_patterns(tool, tool.input_schema, "", diagnostics)
+    line = f"{_dumps(tool.id)}:{_dumps({'source': tool.source, 'schema': tool.input_schema})}"
+    return line.encode(), diagnostics.items[mark:]
 
 
 def _check_patterns(tool: Tool, node: Any, pointer: str, diagnostics: Diagnostics) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.build import TargetOutput
+from compiler.infra.serialize import compact_json
 from compiler.ir import Tool
 from compiler.providers.namemap import NAME_MAP_FORMAT
 
@@ -37,40 +38,39 @@ Table = list[tuple[str, Entry]]
 @dataclass(frozen=True)
 class NameMaps:
     """The distinct tables, each baked once as `_NAMES_<i>` (in order of first use by the targets, sorted), and
-    every target with the index of its table: targets whose maps are equal share one literal."""
+    every target with the index of its table: targets whose maps are equal share one literal. `encoded`: each
+    table as `_tables.json` holds it (`compact_json` of its dict: keys sorted at every level, so the order in which
+    lowering happened to build an entry's dicts never shows)."""
 
     tables: tuple[Table, ...]
     targets: tuple[tuple[str, int], ...]
+    encoded: tuple[bytes, ...]
 
 
 def _shared(maps: list[tuple[str, Table]]) -> NameMaps:
+    """Tables are compared by their encoding (sorted keys): equal maps built in another order are one table."""
     tables: list[Table] = []
+    encoded: list[bytes] = []
     targets: list[tuple[str, int]] = []
     for target, table in maps:
-        if table not in tables:
+        encoding = compact_json(dict(table))
+        if encoding not in encoded:
             tables.append(table)
-        targets.append((target, tables.index(table)))
-    return NameMaps(tuple(tables), tuple(targets))
-
-
-def _canonical(value: Any) -> Any:
-    """JSON data with object keys sorted (lists keep their order: `anyOf` order is meaningful), so the baked literal
-    does not depend on the order lowering happened to build dicts in."""
-    if isinstance(value, Mapping):
-        return {str(key): _canonical(value[key]) for key in sorted(value, key=str)}
-    if isinstance(value, list | tuple):
-        return [_canonical(item) for item in value]
-    return value
+            encoded.append(encoding)
+        targets.append((target, encoded.index(encoding)))
+    return NameMaps(tuple(tables), tuple(targets), tuple(encoded))
 
 
 def _entry(target: str, name: str, raw: Any, known: set[str]) -> Entry:
-    """`{"tool_id", "arguments", "defs"}` for one format-1 entry."""
-    assert isinstance(raw, Mapping), f"{target} name map entry {name!r} is not an object"
+    """`{"tool_id", "arguments", "defs"}` for one format-1 entry (its values as lowering made them, not copied)."""
+    # `dict`, not `Mapping`: lowering and its cache make dicts, and the ABC's check cost Microsoft Graph's 45k
+    # entries a quarter of a second.
+    assert isinstance(raw, dict), f"{target} name map entry {name!r} is not an object"
     tool_id, arguments, defs = raw.get("tool"), raw.get("arguments", {}), raw.get("defs", {})
-    assert isinstance(tool_id, str) and isinstance(arguments, Mapping) and isinstance(defs, Mapping), (
+    assert isinstance(tool_id, str) and isinstance(arguments, dict) and isinstance(defs, dict), (
         f"{target} name map entry {name!r} is not a format-{NAME_MAP_FORMAT} entry")
     assert tool_id in known, f"{target} name map entry {name!r} names no routable tool ({tool_id!r})"
-    return {"tool_id": tool_id, "arguments": _canonical(arguments), "defs": _canonical(defs)}
+    return {"tool_id": tool_id, "arguments": arguments, "defs": defs}
 
 
 def _target_entries(output: TargetOutput, known: set[str]) -> Table:

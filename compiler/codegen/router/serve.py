@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from compiler.codegen.router.reuse import FilePieces, piece_key
 from compiler.config import NamesConfig
-from compiler.ir import Catalog, HttpBinding, PartialOutputBinding, Tool
+from compiler.ir import Catalog, HttpBinding, PartialOutputBinding, Source, Tool
 from compiler.policy import is_read_only
 from compiler.providers.names import Mangler, assign_names
 
@@ -116,17 +117,29 @@ def output_schema(tool: Tool, defs: Mapping[str, Any]) -> dict[str, Any] | None:
 def serve_file(catalog: Catalog, tools: Iterable[Tool], names: NamesConfig) -> bytes:
     """`{"format": 1, "tools": {mcp name: {"id", "title"?, "description", "annotations", "outputSchema"?}}}`."""
     routed = sorted(tools, key=lambda tool: tool.id)
-    served = mcp_names(routed, names)
+    return b"".join(serve_chunks(catalog, routed, mcp_names(routed, names), FilePieces({}, None, keep=False),
+                                 tool_hash=lambda tool: ""))
+
+
+def serve_chunks(catalog: Catalog, tools: Iterable[Tool], served: Mapping[str, str], pieces: FilePieces, *,
+                 tool_hash: Callable[[Tool], str]) -> Iterator[bytes]:
+    """`serve_file`'s bytes, one line per tool, each line a piece (`router.reuse`) keyed by the tool's IR hash
+    and the name it is served under (`served`: `mcp_names` of every tool, assigned over the whole set)."""
+    routed = sorted(tools, key=lambda tool: tool.id)
     known = {source.id: source for source in catalog.sources}
-    lines = ['{"format":1,', '"tools":{']
+    yield pieces.frame(b'{"format":1,\n"tools":{\n')
     for index, tool in enumerate(routed):
-        source = known.get(tool.source)
-        entry: dict[str, Any] = {"id": tool.id, "description": served_description(tool), "annotations": tool_annotations(tool)}
-        if tool.title:
-            entry["title"] = tool.title
-        output = output_schema(tool, source.definitions if source is not None else {})
-        if output is not None:
-            entry["outputSchema"] = output
-        lines.append(f"{_dumps(served[tool.id])}:{_dumps(entry)}{',' if index < len(routed) - 1 else ''}")
-    lines += ["}}", ""]
-    return "\n".join(lines).encode()
+        key = piece_key("serve", tool.id, tool_hash(tool), served[tool.id])
+        yield pieces.piece(key, lambda: (_served_line(tool, served[tool.id], known.get(tool.source)), []))  # noqa: B023
+        yield pieces.frame(b",\n" if index < len(routed) - 1 else b"\n")
+    yield pieces.frame(b"}}\n")
+
+
+def _served_line(tool: Tool, name: str, source: Source | None) -> bytes:
+    entry: dict[str, Any] = {"id": tool.id, "description": served_description(tool), "annotations": tool_annotations(tool)}
+    if tool.title:
+        entry["title"] = tool.title
+    output = output_schema(tool, source.definitions if source is not None else {})
+    if output is not None:
+        entry["outputSchema"] = output
+    return f"{_dumps(name)}:{_dumps(entry)}".encode()

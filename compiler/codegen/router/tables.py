@@ -1,5 +1,5 @@
 """IR + config → the data tables baked into the generated router: `toolc_router/_tables.py` (policy, servers, HTTP
-APIs, as Python literals) and `toolc_router/_tables.json` (the per-tool tables, `tables_file`, which `_tables.py`
+APIs, as Python literals) and `toolc_router/_tables.json` (the per-tool tables, `tables_chunks`, which `_tables.py`
 reads on first use).
 
 Everything returned here is plain data (str, int, bool, None, tuples, dicts) that the template writes with
@@ -16,11 +16,14 @@ Everything returned here is plain data (str, int, bool, None, tuples, dicts) tha
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import orjson
 
 from compiler.build import Build
 from compiler.codegen.router.names import NameMaps
+from compiler.codegen.router.reuse import FilePieces, piece_key
 from compiler.config import PolicyConfig, ServerConfig
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.serialize import compact_json
@@ -261,13 +264,25 @@ def _compact_tool(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def tables_file(tools: list[dict[str, Any]], maps: NameMaps) -> bytes:
+def tables_chunks(tools: list[dict[str, Any]], maps: NameMaps, pieces: FilePieces, *,
+                  tool_hash: Callable[[Mapping[str, Any]], str]) -> Iterator[bytes]:
     """`_tables.json`: tool rows by id (`tool_rows`, plus their policy `aliases`; values equal to their field's
     default left out), each distinct provider name table once (`name_tables`) and every target's index into them
-    (`name_maps`). Compact: a big API's is megabytes."""
-    return compact_json({
-        "format": TABLES_FORMAT,
-        "tools": {row["id"]: _compact_tool(row) for row in tools},
-        "name_tables": [dict(table) for table in maps.tables],
-        "name_maps": dict(maps.targets),
-    }) + b"\n"
+    (`name_maps`). Compact: a big API's is megabytes. The bytes of `compact_json` of that object (keys sorted, as
+    the rows are by id) + a newline, one tool's row a piece (`router.reuse`), keyed by what the row is made from
+    (`tool_hash`: the row's tool's IR hash) and the row itself but for the tool's own fields."""
+    yield pieces.frame(b'{"format":' + compact_json(TABLES_FORMAT) + b',"name_maps":' + compact_json(dict(maps.targets))
+                       + b',"name_tables":[' + b",".join(maps.encoded) + b'],"tools":{')
+    for position, row in enumerate(tools):
+        if position:
+            yield pieces.frame(b",")
+        key = piece_key("tables", row["id"], tool_hash(row), _row_context(row))
+        yield pieces.piece(key, lambda: (orjson.dumps(row["id"]) + b":" + compact_json(_compact_tool(row)), []))  # noqa: B023
+    yield pieces.frame(b"}}\n")
+
+
+def _row_context(row: Mapping[str, Any]) -> list[Any]:
+    """What a tool's row holds besides what its IR hash covers: its aliases (from the names of every target and
+    of its source's other tools) and, for an HTTP tool, whether its own base URL differs from its API's."""
+    http = row["http"]
+    return [row["aliases"], http["base_url"] if http is not None else None]
