@@ -16,6 +16,7 @@ writes each target's tools file from the spools, copying bytes (`spans.write_arr
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
@@ -139,8 +140,9 @@ class SpooledLowered(Lowered):
 
     @property
     def placed(self) -> Placed:
-        self._spool.seek(self._offset)
-        return Placed(self._spool.read(self.length), self._measure)
+        # Read at its offset, never moving the handle's: a forked child (the tools files written aside) shares
+        # the handle's file offset with this process, so a seek here would move the child's, and the other way.
+        return Placed(os.pread(self._spool.fileno(), self.length, self._offset), self._measure)
 
     @property
     def definition(self) -> JsonObject:

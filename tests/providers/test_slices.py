@@ -5,6 +5,7 @@ limits), and the output is the same bytes whether the slices run here or in fork
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from compiler.infra.output import read_tree
 from compiler.infra.parallel import can_fork, fork_each
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import codes, inline_budget, schemas, slices, validate
+from compiler.providers.spans import Measure
 from compiler.refs import inliner
+from tests.support.providers import make_tool
 from tests.support.synthetic import synthetic_openapi
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -177,3 +180,18 @@ def test_the_child_writes_the_largest_targets_that_bring_it_nearest_half_of_the_
     assert schemas._written_aside(ordered) == ["anthropic", "gemini"]  # 349 MB of 706
     assert schemas._written_aside({"anthropic": [273]}) == []  # this process would only wait
     assert schemas._written_aside({target: [1] for target in megabytes}) == []  # 4 MB: not worth a fork
+
+
+def test_a_spooled_definition_is_read_without_moving_the_file_offset_a_forked_child_shares(tmp_path: Path) -> None:
+    """The parent's spool handles are inherited by the child that writes tools files aside: parent and child share
+    each handle's file offset, so reading a definition must not depend on it nor move it."""
+    spool = tmp_path / "spool.json"
+    spool.write_bytes(b'{"a": 1}{"b": 2}')
+    measure = Measure("sha256:x", 1, 1, "")
+    kept = slices.Kept("t", False, None, [], {}, None, {}, offset=8, length=8, measure=measure)
+    with spool.open("rb") as handle:
+        lowered = slices.SpooledLowered(make_tool({"type": "object"}), kept, [], handle)
+        os.lseek(handle.fileno(), 3, os.SEEK_SET)  # where the other process left the shared offset
+        assert lowered.placed.content == b'{"b": 2}'
+        assert lowered.definition == {"b": 2}
+        assert os.lseek(handle.fileno(), 0, os.SEEK_CUR) == 3
