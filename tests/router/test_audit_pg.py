@@ -11,8 +11,10 @@ import dataclasses
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -319,6 +321,41 @@ async def test_a_refused_login_refuses_calls_at_once_and_a_corrected_one_is_used
     accepted = await router.call_tool("mcp:probe:echo", {"text": "y"}, context=context(rt))
     sink.close()
     assert not accepted.is_error, accepted.error
+
+
+def _server_that_cuts_the_login_short() -> tuple[int, threading.Thread]:
+    """A loopback server that speaks PostgreSQL's protocol up to the password, then drops the connection: what a
+    server going down (or not yet up) does to a login, as libpq sees it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection, listener:
+            while True:
+                size = int.from_bytes(connection.recv(4), "big")
+                body = connection.recv(size - 4)
+                if body[:4] in (b"\x04\xd2\x16\x2f", b"\x04\xd2\x16\x30"):  # SSL or GSS encryption asked
+                    connection.sendall(b"N")
+                    continue
+                connection.sendall(b"R" + (8).to_bytes(4, "big") + (3).to_bytes(4, "big"))  # a password, please
+                connection.recv(1024)  # the password message; then the server is gone
+                return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], thread
+
+
+def test_a_login_cut_short_by_a_restarting_server_is_waited_out_not_refused(rt: Any) -> None:
+    port, server = _server_that_cuts_the_login_short()
+    sink = rt.audit_pg.PostgresAuditSink(
+        f"host=127.0.0.1 port={port} dbname=d user=u password=p connect_timeout=5", retry_for=1.0)
+    with pytest.raises(psycopg.OperationalError) as raised:
+        sink._connect(psycopg)
+    server.join(timeout=10)
+    assert not isinstance(raised.value, rt.audit_pg._LoginRefused)
+    assert "server closed the connection unexpectedly" in str(raised.value)
+    sink.close()
 
 
 async def test_dsn_from_the_project_file_or_the_environment(pg: PgServer, database: str,

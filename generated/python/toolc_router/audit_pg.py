@@ -98,6 +98,20 @@ class _LoginRefused(Exception):
     """The server refused the login (password, role or database): a setting to fix, not an outage to wait out."""
 
 
+_CUT_SHORT: Final = (
+    "server closed the connection unexpectedly",
+    "the database system is",  # starting up, shutting down, in recovery mode, not (yet) accepting connections
+)
+
+
+def _cut_short(exc: Exception) -> bool:
+    """A login that a restarting server cut short (it asked for the password, then went down or is not yet up):
+    an outage to wait out, not a refusal. Either reading fails closed: this only decides whether a call is
+    refused now or after `retry_for`."""
+    message = str(exc).lower()
+    return any(marker in message for marker in _CUT_SHORT)
+
+
 class PostgresAuditSink:
     """Audit events to PostgreSQL; `emit_many` returns once they are committed (see the module docstring).
 
@@ -405,8 +419,10 @@ class PostgresAuditSink:
             # libpq gives no SQLSTATE for a failed login, but says whether the server asked for a password: a
             # server that asked and then refused (wrong password, unknown role or database) is up, and refuses.
             attempt = getattr(exc, "pgconn", None)
-            if attempt is not None and (
-                attempt.used_password or attempt.needs_password
+            if (
+                attempt is not None
+                and (attempt.used_password or attempt.needs_password)
+                and not _cut_short(exc)
             ):
                 raise _LoginRefused(self._describe(exc)) from None
             raise
