@@ -20,7 +20,7 @@ from compiler.infra.output import read_tree
 from compiler.infra.parallel import can_fork
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import reuse, schemas, spans
-from tests.support.synthetic import synthetic_openapi
+from tests.support.synthetic import project_in, synthetic_openapi
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -28,11 +28,7 @@ TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 @pytest.fixture
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """200 operations: past OpenAI's 128 tools, so several toolsets per target."""
-    monkeypatch.setenv("TOOLC_JOBS", "1")
-    monkeypatch.chdir(tmp_path)
-    path = tmp_path / "api.json"
-    path.write_text(json.dumps(synthetic_openapi(200)))
-    return path
+    return project_in(tmp_path, monkeypatch, synthetic_openapi(200))
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from compiler.infra.parallel import can_fork
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import lower, schemas, slices
 from compiler.providers import reuse as lowering
-from tests.support.synthetic import synthetic_openapi
+from tests.support.synthetic import project_in, synthetic_openapi
 
 TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 
@@ -32,11 +32,7 @@ TARGETS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 @pytest.fixture
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Sixty operations sharing deep `$ref` trees, compiled in this process (one job: lowering is counted)."""
-    monkeypatch.setenv("TOOLC_JOBS", "1")
-    monkeypatch.chdir(tmp_path)
-    path = tmp_path / "api.json"
-    path.write_text(json.dumps(synthetic_openapi(60)))
-    return path
+    return project_in(tmp_path, monkeypatch, synthetic_openapi(60))
 
 
 @pytest.fixture

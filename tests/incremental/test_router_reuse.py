@@ -22,7 +22,7 @@ from compiler.incremental import store
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.parallel import can_fork
 from tests.incremental.test_lowering_cache import compile_into
-from tests.support.synthetic import synthetic_openapi
+from tests.support.synthetic import project_in, synthetic_openapi
 
 BAD_PATTERN = "(unclosed"
 """A parameter pattern Python's `re` refuses: its tool's `_schemas.json` piece comes with a TC650."""
@@ -30,14 +30,10 @@ BAD_PATTERN = "(unclosed"
 
 @pytest.fixture
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TOOLC_JOBS", "1")
-    monkeypatch.chdir(tmp_path)
     document = synthetic_openapi(30)
     listing = document["paths"]["/family0/items"]["get"]
     listing["parameters"].append({"name": "code", "in": "query", "schema": {"type": "string", "pattern": BAD_PATTERN}})
-    path = tmp_path / "api.json"
-    path.write_text(json.dumps(document))
-    return path
+    return project_in(tmp_path, monkeypatch, document)
 
 
 @pytest.fixture
@@ -240,6 +236,18 @@ def test_a_piece_keeps_and_replays_its_diagnostics(tmp_path: Path) -> None:
     second.close()
     assert replayed.items == [diagnostic]
     assert second.now == {"k": [2, 3, first.now["k"][2], [diagnostic.to_row()]]}, "its new range is kept"
+
+
+@pytest.mark.parametrize("offset, length", [(0, 10**15), (10**15, 3), (2, -1), (-1, 3)],
+                         ids=["length past the file", "offset past the file", "negative length", "negative offset"])
+def test_a_crafted_range_in_the_index_is_made_again_not_read(tmp_path: Path, offset: int, length: int) -> None:
+    """A piece's range beyond its file (a damaged or crafted index) is never read: a length of 10**15 would be
+    allocated before the read."""
+    folder_file = tmp_path / "data.json"
+    folder_file.write_bytes(b'["x"]')
+    pieces = FilePieces({"k": [offset, length, "0" * 64, []]}, folder_file, keep=True)
+    assert pieces.piece("k", lambda: (b'"y"', [])) == b'"y"'
+    pieces.close()
 
 
 def test_without_an_output_folder_nothing_is_kept(tmp_path: Path) -> None:

@@ -16,7 +16,11 @@ Shape (what makes big real APIs hard, at a size that grows linearly with N):
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 MID = 250
 SERIES = (1000, 2000, 4000, 8000, 16000, 22000)
@@ -135,3 +139,13 @@ def synthetic_openapi(operations: int, *, oversize: bool = False) -> dict[str, A
 
 def operation_ids(document: dict[str, Any]) -> list[str]:
     return sorted(op["operationId"] for methods in document["paths"].values() for op in methods.values())
+
+
+def project_in(folder: Path, monkeypatch: pytest.MonkeyPatch, document: dict[str, Any]) -> Path:
+    """`document` as `folder/api.json`, compiled from `folder` in one job (a test that counts what is lowered or
+    made sees it all in this process); returns its path."""
+    monkeypatch.setenv("TOOLC_JOBS", "1")
+    monkeypatch.chdir(folder)
+    path = folder / "api.json"
+    path.write_text(json.dumps(document))
+    return path

@@ -59,6 +59,7 @@ class FilePieces:
         self.now: dict[str, list[Any]] | None = {} if keep else None
         self._position = 0
         self._fd: int | None = None
+        self._size = 0
 
     def frame(self, data: bytes) -> bytes:
         self._position += len(data)
@@ -89,7 +90,8 @@ class FilePieces:
             return None
         offset, length, sha, rows = item
         try:
-            if not (isinstance(offset, int) and isinstance(length, int) and offset >= 0 and length >= 0):
+            if not (isinstance(offset, int) and isinstance(length, int) and 0 <= offset <= offset + length
+                    <= self._file_size()):  # a crafted length would otherwise be allocated before the read
                 return None
             replayed = [Diagnostic.from_row(row) for row in rows]
             data = self._read(offset, length)
@@ -99,10 +101,17 @@ class FilePieces:
             return None  # the folder's file was edited or replaced since: made again
         return data, sha, replayed
 
-    def _read(self, offset: int, length: int) -> bytes:
+    def _file_size(self) -> int:
+        """The folder file's size, opening it on first use (a compile that reuses nothing never opens it)."""
         if self._fd is None:
             assert self._folder_file is not None
             self._fd = os.open(self._folder_file, os.O_RDONLY)
+            self._size = os.fstat(self._fd).st_size
+        return self._size
+
+    def _read(self, offset: int, length: int) -> bytes:
+        self._file_size()
+        assert self._fd is not None
         return os.pread(self._fd, length, offset)
 
     def close(self) -> None:
