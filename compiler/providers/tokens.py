@@ -63,13 +63,16 @@ def _bindings_file() -> Path | None:
 
 def _encode(text: str) -> int:
     """Tokens of `text`, as bpe-openai's `encode_ordinary` counts them (text that is not valid Unicode, a lone
-    surrogate, is counted with the replacement character, as it does)."""
+    surrogate, is counted with the replacement character, as it does). The tokenizer's `count` runs the same
+    pre-tokenizer and byte-pair encoder as `encode` without building the list of token ids (a fifth less CPU on
+    a compile's lines; the property tests check it against `encode_ordinary`)."""
     if not text:
         return 0
     try:
-        return len(_encoding().encode(text))
+        count: int = _encoding().count(text)
     except UnicodeEncodeError:
-        return len(_encoding().encode(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
+        count = _encoding().count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    return count
 
 
 def preload() -> None:
