@@ -83,6 +83,9 @@ class LoweringCache:
     """(user, strict, options) → results by input-node identity."""
     family: dict[tuple[str, str, str, bool], FamilyLowering | NotStrictHere] = field(default_factory=dict)
     """(family, tool id, name, strict) → what the family's first target made of the tool."""
+    entries: IdentityMemo[tuple[str, bool, JsonObject, JsonObject]] = field(default_factory=IdentityMemo)
+    """A lowering's argument shape → (tool id, strict, name-map defs, its name-map entry): the targets of one
+    family share the shapes their first target extracted, and so the entry made from them (`lower.name_entry`)."""
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,22 @@ def lower_tool(target: str, tool: Tool, name: str, env: LowerEnv, *,
         text = "; ".join(str(v) for v in violations[:5])
         return None, None, [*lowered.losses, _diag(codes.INVALID_OUTPUT, target,
                                                    f"lowered definition fails the validator: {text}", tool)]
-    return lowered, tool_entry(lowered), lowered.losses
+    return lowered, name_entry(lowered, env.cache), lowered.losses
+
+
+def name_entry(lowered: Lowered, cache: LoweringCache) -> JsonObject:
+    """`tool_entry`, made once for the targets of a family: Chat Completions and Responses share the argument
+    shapes their first lowering extracted (`FamilyLowering.shapes`), so the second gets the first's entry (a deep
+    copy and a walk of the shapes each; entries are only read from then on)."""
+    shape = lowered.arg_shape
+    if shape is None or lowered.renamed_keys:
+        return tool_entry(lowered)
+    known = cache.entries.get(shape)
+    if known is not None and known[:2] == (lowered.tool.id, lowered.strict) and known[2] is lowered.arg_defs:
+        return known[3]
+    entry = tool_entry(lowered)
+    cache.entries.put(shape, (lowered.tool.id, lowered.strict, lowered.arg_defs, entry))
+    return entry
 
 
 def over_budget(result: TargetResult, budget: Budget) -> list[int]:

@@ -19,7 +19,7 @@ from compiler.providers.lower import lower_target
 from compiler.providers.registry import validate
 from compiler.refs import RefResolver
 from tests.support.paths import FIXTURES, ROOT
-from tests.support.providers import TARGETS, catalog_of, config, make_tool
+from tests.support.providers import TARGETS, catalog_of, config, lower, make_tool
 
 MCP = sorted((FIXTURES / "mcp").glob("*.json"))
 HOSTILE = FIXTURES / "providers" / "hostile-listing.json"
@@ -187,3 +187,24 @@ def test_the_lowering_cache_records_a_tool_that_cannot_be_strict_as_a_value() ->
     for result in (chat, responses):
         assert [item.strict for item in result.lowered] == [False]
         assert [d.code for d in result.diagnostics if d.code == codes.NOT_STRICT] == [codes.NOT_STRICT]
+
+
+def test_the_targets_of_a_family_share_a_tools_name_map_entry() -> None:
+    """Chat Completions and Responses lower a tool's parameters once, and so extract its argument shapes once: the
+    second target's name-map entry is the first's, equal to what each makes alone; a tool whose parameters lower
+    to the same shapes still gets its own entry (its own tool id), and sharing leaves the entries as they were."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"},
+                                               "b": {"type": "object", "properties": {"c": {"type": "integer"}}}},
+              "required": ["a"]}
+    catalog = catalog_of(make_tool(schema, name="t"), make_tool(schema, name="u"))
+    cache = LoweringCache()
+    resolver = RefResolver(Diagnostics())
+    chat = lower_target(catalog, resolver, "openai-chat", config(), cache)
+    responses = lower_target(catalog, resolver, "openai-responses", config(), cache)
+    assert [item.strict for item in chat.lowered] == [True, True]
+    for name in ("t", "u"):
+        assert responses.entries[name] is chat.entries[name]
+        assert chat.entries[name]["arguments"]["optional"] == ["b"]
+        for target, result in (("openai-chat", chat), ("openai-responses", responses)):
+            assert result.entries[name] == lower(catalog, target).entries[name]
+    assert chat.entries["t"]["tool"] != chat.entries["u"]["tool"]
