@@ -42,6 +42,8 @@ class Inliner(Walker):
         self.once = once
         self.active: dict[Hashable, int] = {}
         self.local: dict[Hashable, tuple[Any, int, int]] = {}
+        self.memoised: list[Any] = []
+        """What this call added to `memo`, in order (inner definitions before the ones that use them)."""
 
     def run(self, schema: Any) -> Any:
         self.active[id(schema)] = 1
@@ -108,6 +110,7 @@ class Inliner(Walker):
             self.local[path_key] = (result, self.count - count, self.impure - impure)
         if shared is not None and memo is not None and self.impure == impure and self.emitted == emitted:
             memo[shared] = (result, self.count - count)
+            self.memoised.append(result)
         return result
 
     def _over_budget(self, target: Target, ref: str, loc: Loc) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -17,7 +18,7 @@ from compiler.refs.external import ExternalBundler, main_file, needs_bundling
 from compiler.refs.inliner import InlineMemo, Inliner
 from compiler.refs.scope import Scope
 from compiler.refs.walker import Report, Walker
-from compiler.schema import is_legacy
+from compiler.schema import IdentityMemo, is_legacy
 
 NO_DEFS: Mapping[str, JsonObject] = MappingProxyType({})
 
@@ -34,6 +35,14 @@ class _Memo:
         self.defs = defs
         self.bundled: dict[bool, BundleMemo] = {False: {}, True: {}}
         self.inlined: dict[bool, InlineMemo] = {False: {}, True: {}}
+        self.heights: IdentityMemo[int] = IdentityMemo()
+        """The JSON levels of each inlined definition in `inlined` (`_height`)."""
+
+    def measure(self, memoised: list[Any]) -> None:
+        """Keep the heights of definitions an inlining just memoised (in the order it did: the ones they use
+        first), so that checking a tool's depth stops where a memoised definition starts."""
+        for result in memoised:
+            self.heights.put(result, _height(result, sys.maxsize, self.heights))
 
 
 class _Inlining(NamedTuple):
@@ -48,11 +57,21 @@ class _Inlining(NamedTuple):
     """(code, message, pointer) of each diagnostic reported without a once-key."""
 
 
-def _deeper_than(root: Any, limit: int) -> bool:
-    """Whether `root` nests more than `limit` JSON levels. Results share subtrees (memoised definitions), so
-    heights are kept per object: linear in the distinct containers, and a loop rather than recursion."""
+def _deeper_than(root: Any, limit: int, known: IdentityMemo[int]) -> bool:
+    """Whether `root` nests more than `limit` JSON levels."""
+    return _height(root, limit, known) > limit
+
+
+def _height(root: Any, limit: int, known: IdentityMemo[int]) -> int:
+    """The JSON levels of `root` (a scalar: 0; a container: one more than its tallest child), or, once some
+    container passes `limit`, that container's height. Results share subtrees (memoised definitions), so heights
+    are kept per object: linear in the distinct containers, a loop rather than recursion, and never below a
+    container whose height `known` holds (the memoised definitions', measured once for every tool)."""
     if not isinstance(root, dict | list):
-        return False
+        return 0
+    found = known.get(root)
+    if found is not None:
+        return found
     heights: dict[int, int] = {}
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
@@ -63,12 +82,18 @@ def _deeper_than(root: Any, limit: int) -> bool:
         if done:
             height = 1 + max((heights[id(c)] for c in children), default=0)
             if height > limit:
-                return True
+                return height
             heights[id(node)] = height
             continue
         stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in heights)
-    return False
+        for child in children:
+            if id(child) not in heights:
+                found = known.get(child)
+                if found is None:
+                    stack.append((child, False))
+                else:
+                    heights[id(child)] = found
+    return heights[id(root)]
 
 
 class RefResolver:
@@ -152,12 +177,16 @@ class RefResolver:
                 self._emit(code, message, source=source, tool=tool, pointer=pointer)
             return last.result
         scope = Scope(schema, defs, legacy=is_legacy(schema))
-        memo = self._memo(defs).inlined[scope.legacy] if defs else None
+        shared = self._memo(defs) if defs else None
+        memo = shared.inlined[scope.legacy] if shared is not None else None
         replay: list[tuple[str, str, str]] = []
         report = self._reporter(source, tool, replay)
         walker = Inliner(scope, report, memo, max_depth=depth, node_budget=self.node_budget, once=(source, tool))
         result = self._run(walker, schema, report)
-        if _deeper_than(result, codes.MAX_OUTPUT_DEPTH):
+        heights = shared.heights if shared is not None else IdentityMemo[int]()
+        if shared is not None:
+            shared.measure(walker.memoised)
+        if _deeper_than(result, codes.MAX_OUTPUT_DEPTH, heights):
             report(codes.TOO_DEEP, f"the inlined schema nests deeper than {codes.MAX_OUTPUT_DEPTH} levels; "
                    "replaced by {}", "", None)
             result = {}
@@ -176,13 +205,16 @@ class RefResolver:
         schema whose inlined form is huge costs `limit` nodes to size). Reports nothing; shares `inline`'s memo
         (a walk cut short is impure, so nothing it saw is memoised)."""
         scope = Scope(schema, defs, legacy=is_legacy(schema))
-        memo = self._memo(defs).inlined[scope.legacy] if defs else None
+        shared = self._memo(defs) if defs else None
+        memo = shared.inlined[scope.legacy] if shared is not None else None
         walker = Inliner(scope, _silent, memo, max_depth=self.max_depth if max_depth is None else max_depth,
                          node_budget=min(limit, self.node_budget), once=None)
         try:
             walker.run(schema)
         except RecursionError:
             return None
+        if shared is not None:
+            shared.measure(walker.memoised)
         over = walker.count > limit or any(code == codes.BUDGET_EXCEEDED for code in walker.said_codes())
         return None if over else walker.count
 
