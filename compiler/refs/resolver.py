@@ -57,6 +57,16 @@ class _Inlining(NamedTuple):
     """(code, message, pointer) of each diagnostic reported without a once-key."""
 
 
+class _Sized(NamedTuple):
+    """The last `inlined_size` call whose walk was clean: nothing pruned, cut, failed or reported, and no target
+    outside the shared definitions. Its result is what `inline` makes of the same call, which reports nothing."""
+
+    schema: JsonObject
+    defs: Mapping[str, JsonObject]
+    depth: int
+    result: JsonObject
+
+
 def _deeper_than(root: Any, limit: int, known: IdentityMemo[int]) -> bool:
     """Whether `root` nests more than `limit` JSON levels."""
     return _height(root, limit, known) > limit
@@ -109,6 +119,8 @@ class RefResolver:
         self._once: set[Hashable] = set()
         self._calls = 0
         self._last_inlining: _Inlining | None = None
+        self._last_sized: _Sized | None = None
+        """The last clean sizing: a tool is sized, then inlined (`providers.inline_budget`), and walked once."""
         """The last `inline` call: the targets of one tool, lowered one after another, ask for it again."""
 
     # -- files ------------------------------------------------------------------------------------------
@@ -176,16 +188,21 @@ class RefResolver:
             for code, message, pointer in last.replay:
                 self._emit(code, message, source=source, tool=tool, pointer=pointer)
             return last.result
-        scope = Scope(schema, defs, legacy=is_legacy(schema))
         shared = self._memo(defs) if defs else None
-        memo = shared.inlined[scope.legacy] if shared is not None else None
         replay: list[tuple[str, str, str]] = []
         report = self._reporter(source, tool, replay)
-        walker = Inliner(scope, report, memo, max_depth=depth, node_budget=self.node_budget, once=(source, tool))
-        result = self._run(walker, schema, report)
+        sized = self._last_sized
+        if sized is not None and sized.schema is schema and sized.defs is defs and sized.depth == depth:
+            result = sized.result  # the walk `inlined_size` just made, clean: nothing to report
+        else:
+            scope = Scope(schema, defs, legacy=is_legacy(schema))
+            memo = shared.inlined[scope.legacy] if shared is not None else None
+            walker = Inliner(scope, report, memo, max_depth=depth, node_budget=self.node_budget,
+                             once=(source, tool))
+            result = self._run(walker, schema, report)
+            if shared is not None:
+                shared.measure(walker.memoised)
         heights = shared.heights if shared is not None else IdentityMemo[int]()
-        if shared is not None:
-            shared.measure(walker.memoised)
         if _deeper_than(result, codes.MAX_OUTPUT_DEPTH, heights):
             report(codes.TOO_DEEP, f"the inlined schema nests deeper than {codes.MAX_OUTPUT_DEPTH} levels; "
                    "replaced by {}", "", None)
@@ -210,12 +227,14 @@ class RefResolver:
         walker = Inliner(scope, _silent, memo, max_depth=self.max_depth if max_depth is None else max_depth,
                          node_budget=min(limit, self.node_budget), once=None)
         try:
-            walker.run(schema)
+            result = walker.run(schema)
         except RecursionError:
             return None
         if shared is not None:
             shared.measure(walker.memoised)
         over = walker.count > limit or any(code == codes.BUDGET_EXCEEDED for code in walker.said_codes())
+        if not over and walker.impure == 0 and walker.cuts == 0 and not walker.said_codes():
+            self._last_sized = _Sized(schema, defs, walker.max_depth, result)
         return None if over else walker.count
 
     @staticmethod
