@@ -47,7 +47,24 @@ def _compose(schema: Any, depth: int = 0) -> Any:
     return out
 
 
+_EXAMPLE_CHECKS: dict[bytes, bool] = {}
+"""A property's schema and one of its examples, as compact JSON → whether the example validates. Tools share
+their properties (the same parameter, the same definition inlined), and making a validator costs jsonschema far
+more than encoding the pair."""
+
+
 def _valid(schema: Mapping[str, Any], value: Any) -> bool:
+    try:
+        key = compact_json([schema, value])
+    except orjson.JSONEncodeError:  # not plain JSON (an integer past 64 bits): checked, not remembered
+        return _validates(schema, value)
+    found = _EXAMPLE_CHECKS.get(key)
+    if found is None:
+        found = _EXAMPLE_CHECKS[key] = _validates(schema, value)
+    return found
+
+
+def _validates(schema: Mapping[str, Any], value: Any) -> bool:
     # jsonschema is imported where an example is checked (here and in `input_examples`): a compile whose
     # schemas have no examples, and every command that loads the providers without lowering, skip its 0.05 s.
     from jsonschema import Draft202012Validator

@@ -96,6 +96,22 @@ def test_a_schema_is_checked_against_the_metaschema_once(monkeypatch: Any) -> No
     assert examples._valid_schema({"maximum": 2**70}) and examples._valid_schema({"maximum": 2**70})
 
 
+def test_a_property_example_is_validated_once_for_every_tool_that_shares_the_property(monkeypatch: Any) -> None:
+    """Composing an example from the properties' own checks each candidate against its property's schema once per
+    distinct pair (`examples._valid`): the same example kept, a failing one skipped for the next, every time."""
+    from compiler.providers import examples
+
+    made: list[Any] = []
+    real = examples._validates
+    monkeypatch.setattr(examples, "_validates", lambda schema, value: made.append(value) or real(schema, value))
+    schema = {"type": "object", "properties": {"unique-to-this-test-too": {"type": "integer", "examples": ["x", 7]}}}
+    for name in ("one", "two", "three"):
+        definition = lower_one(schema, "anthropic", name=name).lowered[0].definition
+        assert definition["input_examples"] == [{"unique-to-this-test-too": 7}]
+    assert made == ["x", 7]
+    assert examples._valid({"maximum": 2**70}, 1) and examples._valid({"maximum": 2**70}, 1)
+
+
 def test_no_examples_no_key() -> None:
     result = lower_one({"type": "object", "properties": {"a": {"type": "string"}}}, "anthropic")
     assert "input_examples" not in result.lowered[0].definition
