@@ -251,8 +251,9 @@ def check_nodes(schema: Any, rules: tuple[NodeRule, ...], base: str) -> Iterator
     clean = True
     for at, node in iter_nodes(schema, skip=checked.ids if checked else None):
         seen.append(id(node))
+        where = base + at
         for rule in rules:
-            for violation in rule(node, base + at):
+            for violation in rule(node, where):
                 clean = False
                 yield violation
     if checked is not None and clean:
