@@ -29,7 +29,7 @@ from compiler.providers.base import (
     on,
 )
 from compiler.providers.dialect import Budget, Deferral, Dialect, Lowered, LowerEnv, tool_description
-from compiler.providers.examples import input_examples
+from compiler.providers.examples import input_examples, validator_for
 from compiler.providers.hoist import hoist_root, rename_keys
 from compiler.providers.passes import (
     drop_annotations,
@@ -192,9 +192,7 @@ def _validate_tool(definition: Mapping[str, Any], dialect: Dialect) -> list[Viol
     found += check_nodes(schema, rules, "/input_schema")
     examples = definition.get("input_examples")
     if examples is not None and isinstance(schema, Mapping):
-        from jsonschema import Draft202012Validator  # only definitions with examples pay for it
-
-        checker = Draft202012Validator(schema)
+        checker = validator_for(schema)  # only definitions with examples pay for jsonschema
         if not isinstance(examples, list) or not all(isinstance(e, dict) and checker.is_valid(e) for e in examples):
             found.append(Violation("/input_examples", "input-examples", "every input example must be an object that "
                                    "validates against input_schema"))

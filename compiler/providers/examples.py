@@ -117,16 +117,32 @@ def _valid_schema(schema: JsonObject) -> bool:
     return valid
 
 
+class _LastValidator:
+    """The validator made for the last `input_schema` that had examples: the definition's validation
+    (`anthropic._validate_tool`) checks the kept examples against the same schema object right after
+    `input_examples` chose them, and making a jsonschema validator costs more than checking a small example."""
+
+    schema: Mapping[str, Any] | None = None
+    validator: Any = None
+
+
+def validator_for(schema: Mapping[str, Any]) -> Any:
+    """A draft 2020-12 validator of `schema` (the last one made, when `schema` is the same object)."""
+    from jsonschema import Draft202012Validator
+
+    if _LastValidator.schema is not schema:
+        _LastValidator.schema, _LastValidator.validator = schema, Draft202012Validator(schema)
+    return _LastValidator.validator
+
+
 def input_examples(schema: JsonObject, ctx: Lowering) -> list[JsonObject]:
     """The examples to send beside `schema` (the lowered `input_schema`); rejected ones are reported."""
     found = candidates(schema)
     if not found:
         return []
-    from jsonschema import Draft202012Validator
-
     if not _valid_schema(schema):
         return []
-    validator = Draft202012Validator(schema)
+    validator = validator_for(schema)
     kept: list[JsonObject] = []
     for index, example in enumerate(found):
         why = ""

@@ -112,6 +112,24 @@ def test_a_property_example_is_validated_once_for_every_tool_that_shares_the_pro
     assert examples._valid({"maximum": 2**70}, 1) and examples._valid({"maximum": 2**70}, 1)
 
 
+def test_the_definitions_validation_checks_its_examples_with_the_validator_that_chose_them() -> None:
+    """`input_examples` and the definition's validation check the same examples against the same schema object,
+    one validator between them (`examples.validator_for`); a schema it was not made for gets its own."""
+    from compiler.providers import examples
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "examples": [3]}}}
+    definition = lower_one(schema, "anthropic").lowered[0].definition
+    chosen = examples.validator_for(definition["input_schema"])
+    assert chosen.schema is definition["input_schema"] and definition["input_examples"] == [{"n": 3}]
+    assert validate("anthropic", definition) == []
+    assert examples.validator_for(definition["input_schema"]) is chosen
+    wrong = {**definition, "input_examples": [{"n": "three"}]}
+    assert [v.rule for v in validate("anthropic", wrong)] == ["input-examples"]
+    other = {**definition, "input_schema": {**definition["input_schema"]}, "input_examples": [{"n": "three"}]}
+    assert [v.rule for v in validate("anthropic", other)] == ["input-examples"]
+    assert examples.validator_for(other["input_schema"]) is not chosen
+
+
 def test_no_examples_no_key() -> None:
     result = lower_one({"type": "object", "properties": {"a": {"type": "string"}}}, "anthropic")
     assert "input_examples" not in result.lowered[0].definition
