@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from compiler.infra.diagnostics import Diagnostic
 from compiler.infra.serialize import compact_json
@@ -94,6 +94,26 @@ class Lowering:
         return self.mode == "strict"
 
 
+class Totals(NamedTuple):
+    """What `validate.strict_limits` adds up over a subtree: property names, enum values, characters, and whether a node
+    under it has an enum big enough to check (`validate.STRICT_BIG_ENUM`)."""
+
+    properties: int
+    enum_values: int
+    chars: int
+    big_enum: bool
+
+
+class LimitMemo:
+    """Subtree totals and heights by identity, for one dialect family: lowered subtrees are shared between tools
+    (the same definition in every tool that uses it), so each is measured once for all of them. Entries pin
+    their nodes (`IdentityMemo`)."""
+
+    def __init__(self) -> None:
+        self.totals: IdentityMemo[Totals] = IdentityMemo()
+        self.depths: IdentityMemo[int] = IdentityMemo()
+
+
 class Checked:
     """Subtrees already found valid for one target (by identity; the definitions are pinned so ids stay theirs).
     Lowered subtrees are shared between tools and immutable, so a valid subtree is valid wherever it appears."""
@@ -103,6 +123,8 @@ class Checked:
         self.pins: list[Any] = []
         self.last_limits: tuple[Any, list[Any]] | None = None
         """The last schema whose schema-wide limits were measured, and its violations (`validate.limits_of`)."""
+        self.limits = LimitMemo()
+        """Subtrees whose schema-wide totals were measured (`validate.strict_limits`)."""
 
 
 NodePass = Callable[[JsonObject, str, Lowering], JsonObject]

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.providers.base import Capabilities, Checked, token, type_set
+from compiler.providers.base import Capabilities, Checked, LimitMemo, Totals, token, type_set
 from compiler.schema import DEFINITIONS, SCHEMA, SCHEMA_LIST, SCHEMA_MAP, is_data, keywords_of, subschemas
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
@@ -180,38 +180,68 @@ def json_ref_siblings(node: Node, at: str) -> Iterator[Violation]:
 # --- schema-wide limits -------------------------------------------------------------------------------------
 
 
-def _depth(node: Any, level: int = 1) -> int:
+_NOTHING = Totals(0, 0, 0, False)
+"""A root that is not a schema object (`iter_nodes` yields nothing there)."""
+
+
+def _own(node: Node) -> Totals:
+    keys = list(node.get("properties") or {})
+    values = node.get("enum") or []
+    strings = [v for v in values if isinstance(v, str)]
+    chars = sum(len(k) for k in keys) + sum(len(v) for v in strings)
+    if isinstance(node.get("const"), str):
+        chars += len(node["const"])
+    return Totals(len(keys), len(values), chars, len(strings) > STRICT_BIG_ENUM)
+
+
+def _totals(node: Node, memo: LimitMemo) -> Totals:
+    """`_own` summed over `node` and every schema node under it (each occurrence of a shared subtree counts)."""
+    found = memo.totals.get(node)
+    if found is not None:
+        return found
+    properties, enum_values, chars, big_enum = _own(node)
+    for _step, sub in subschemas(node):
+        if isinstance(sub, dict):
+            more = _totals(sub, memo)
+            properties, enum_values = properties + more.properties, enum_values + more.enum_values
+            chars, big_enum = chars + more.chars, big_enum or more.big_enum
+    return memo.totals.put(node, Totals(properties, enum_values, chars, big_enum))
+
+
+def _depth(node: Any, memo: LimitMemo) -> int:
+    """Object nesting levels of `node` as the strict limit counts them: a property one level deeper, `items` and
+    `additionalProperties` one deeper when they are objects, `anyOf` branches at the same level."""
     if not isinstance(node, Mapping):
-        return level - 1
-    deepest = level
+        return 0
+    found = memo.depths.get(node)
+    if found is not None:
+        return found
+    deepest = 1
     for _name, sub in (node.get("properties") or {}).items():
-        deepest = max(deepest, _depth(sub, level + 1))
+        deepest = max(deepest, 1 + _depth(sub, memo))
     for key in ("items", "additionalProperties"):
-        if isinstance(node.get(key), Mapping):
-            deepest = max(deepest, _depth(node[key], level + 1 if "object" in type_set(node[key]) else level))
+        child = node.get(key)
+        if isinstance(child, Mapping):
+            deepest = max(deepest, _depth(child, memo) + (1 if "object" in type_set(child) else 0))
     for branch in node.get("anyOf") or ():
-        deepest = max(deepest, _depth(branch, level))
-    return deepest
+        deepest = max(deepest, _depth(branch, memo))
+    return memo.depths.put(node, deepest)
 
 
-def strict_limits(schema: Node) -> Iterator[Violation]:
-    """§1.4 limits: 5000 properties, 10 levels, 1000 enum values, 120,000 chars, big enums ≤ 15,000 chars."""
-    properties = enum_values = chars = 0
-    for at, node in iter_nodes(schema):
-        keys = list(node.get("properties") or {})
-        properties += len(keys)
-        chars += sum(len(k) for k in keys)
-        values = node.get("enum") or []
-        enum_values += len(values)
-        strings = [v for v in values if isinstance(v, str)]
-        chars += sum(len(v) for v in strings)
-        if isinstance(node.get("const"), str):
-            chars += len(node["const"])
-        if len(strings) > STRICT_BIG_ENUM and sum(len(v) for v in strings) > STRICT_BIG_ENUM_CHARS:
-            yield from _v(at, "limit-big-enum", f"an enum of {len(strings)} strings over {STRICT_BIG_ENUM_CHARS} chars")
+def strict_limits(schema: Node, memo: LimitMemo | None = None) -> Iterator[Violation]:
+    """§1.4 limits: 5000 properties, 10 levels, 1000 enum values, 120,000 chars, big enums ≤ 15,000 chars.
+    `memo`: subtrees already measured (a family's, shared by its tools)."""
+    memo = memo if memo is not None else LimitMemo()
+    properties, enum_values, chars, big_enum = _totals(schema, memo) if isinstance(schema, dict) else _NOTHING
+    if big_enum:  # rare: found again node by node, with where each is
+        for at, node in iter_nodes(schema):
+            strings = [v for v in node.get("enum") or [] if isinstance(v, str)]
+            if len(strings) > STRICT_BIG_ENUM and sum(len(v) for v in strings) > STRICT_BIG_ENUM_CHARS:
+                yield from _v(at, "limit-big-enum",
+                              f"an enum of {len(strings)} strings over {STRICT_BIG_ENUM_CHARS} chars")
     chars += sum(len(k) for k in schema.get("$defs") or {})
     roots = [schema, *(schema.get("$defs") or {}).values()]
-    depth = max(_depth(root) for root in roots)
+    depth = max(_depth(root, memo) for root in roots)
     for name, value, limit in (("properties", properties, STRICT_MAX_PROPERTIES),
                                ("enum-values", enum_values, STRICT_MAX_ENUM_VALUES),
                                ("string-length", chars, STRICT_MAX_STRING_TOTAL),
@@ -227,7 +257,7 @@ def limits_of(schema: Node) -> list[Violation]:
     if checked is not None and checked.last_limits is not None and checked.last_limits[0] is schema:
         known: list[Violation] = checked.last_limits[1]
         return known
-    found = list(strict_limits(schema))
+    found = list(strict_limits(schema, checked.limits if checked is not None else None))
     if checked is not None:
         checked.last_limits = (schema, found)
     return found
