@@ -111,9 +111,58 @@ def count_text(text: str) -> int:
     return total
 
 
-def _encode_line(line: bytes) -> int:
-    piece = line.decode("utf-8") + "\n"
+def _encode_text(text: bytes) -> int:
+    piece = text.decode("utf-8")
     return _encode(piece) if len(piece) < CHUNK else count_text(piece)
+
+
+SEGMENT = 64
+"""A long line is counted in segments of at least this many bytes, cut where no token crosses (`_segments`)."""
+
+
+class _Segments(dict[bytes, int]):
+    """A segment of a line (the last one with its line break) → its tokens. The same descriptions recur in lines
+    that differ elsewhere (a parameter's description in each dialect, with what each moved into it appended; a
+    tool's description whole and cut to 1,024 characters): their shared segments are encoded once."""
+
+    def __missing__(self, segment: bytes) -> int:
+        found = self[segment] = _encode_text(segment)
+        return found
+
+
+_SEGMENTS = _Segments()
+
+
+def _is_word_byte(byte: int) -> bool:
+    return 0x21 <= byte <= 0x7E  # printable ASCII other than the space
+
+
+def _segments(line: bytes) -> list[bytes]:
+    """`line` cut before single spaces between two printable ASCII characters, `SEGMENT` bytes or more apart. The
+    pre-tokenizer starts a piece at such a space (` word`, ` (`, or the space alone before a digit) and no piece
+    before it takes it in (a word, a number or a run of punctuation stops at a space): the tokens of the line are
+    the sum of its segments'. Cuts at ASCII bytes never split a UTF-8 character."""
+    found: list[bytes] = []
+    start, at = 0, SEGMENT
+    while True:
+        at = line.find(b" ", at, len(line) - 1)
+        if at < 0:
+            break
+        if _is_word_byte(line[at - 1]) and _is_word_byte(line[at + 1]):
+            found.append(line[start:at])
+            start, at = at, at + SEGMENT
+        else:
+            at += 1
+    found.append(line[start:])
+    return found
+
+
+def _encode_line(line: bytes) -> int:
+    """Tokens of `line` followed by a line break."""
+    if len(line) < 2 * SEGMENT:
+        return _encode_text(line + b"\n")
+    *inner, last = _segments(line)
+    return sum(map(_SEGMENTS.__getitem__, inner)) + _SEGMENTS[last + b"\n"]
 
 
 class _Spaces(dict[int, int]):
