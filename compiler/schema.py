@@ -75,7 +75,7 @@ def subschemas(node: Any, *, definitions: bool = True) -> list[tuple[Step, Any]]
     (a `properties` that is a list) are not descended into; callers check shapes (`providers.validate`).
     A list, not a generator: validators call this on every node of every emitted schema."""
     found: list[tuple[Step, Any]] = []
-    if not isinstance(node, Mapping):
+    if not isinstance(node, (dict, Mapping)):  # dict first: no ABC check
         return found
     kind_of = KEYWORDS.get
     for key, value in node.items():

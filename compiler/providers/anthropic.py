@@ -209,13 +209,13 @@ def strict_cost(parameters: Mapping[str, object]) -> tuple[int, int]:
 
     def visit(node: object) -> None:
         nonlocal optional, unions
-        if isinstance(node, Mapping):
+        if isinstance(node, (dict, Mapping)):
             properties = node.get("properties")
-            if isinstance(properties, Mapping):
+            if isinstance(properties, (dict, Mapping)):
                 required = set(node.get("required") or ())
                 optional += sum(1 for key in properties if key not in required)
                 for sub in properties.values():
-                    if isinstance(sub, Mapping) and ("anyOf" in sub or isinstance(sub.get("type"), list)):
+                    if isinstance(sub, (dict, Mapping)) and ("anyOf" in sub or isinstance(sub.get("type"), list)):
                         unions += 1
             for value in node.values():
                 visit(value)

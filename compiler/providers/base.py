@@ -241,7 +241,7 @@ def allows_null(node: Any) -> bool:
     """True when the schema surely accepts `null` (used before making a property nullable)."""
     if node is True:
         return True
-    if not isinstance(node, Mapping):
+    if not isinstance(node, (dict, Mapping)):  # dict first: no ABC check
         return False
     if "enum" in node:
         return None in node["enum"]
@@ -254,6 +254,10 @@ def allows_null(node: Any) -> bool:
     return "$ref" not in node and not ({"allOf", "oneOf", "not", "properties", "items"} & node.keys())
 
 
+_TYPING_KEYS = frozenset({"type", "anyOf", "$ref", "enum", "const"})
+
+
 def is_typed(node: Any) -> bool:
-    """A node that says what it is (strict dialects refuse untyped values)."""
-    return isinstance(node, Mapping) and bool({"type", "anyOf", "$ref", "enum", "const"} & node.keys())
+    """A node that says what it is (strict dialects refuse untyped values). Asked of every node by strict
+    passes: a dict is told apart from other mappings without the ABC check."""
+    return isinstance(node, (dict, Mapping)) and not _TYPING_KEYS.isdisjoint(node.keys())

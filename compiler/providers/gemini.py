@@ -190,7 +190,7 @@ def _arrays(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
 
 def _objects(node: JsonObject, pointer: str, ctx: Lowering) -> JsonObject:
     properties = node.get("properties")
-    if isinstance(properties, Mapping):
+    if isinstance(properties, (dict, Mapping)):
         if not properties:
             del node["properties"]
         required = node.get("required")

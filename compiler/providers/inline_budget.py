@@ -26,7 +26,7 @@ def _named_refs(schema: Any) -> Iterator[str]:
     stack = [schema]
     while stack:
         node = stack.pop()
-        if not isinstance(node, Mapping):
+        if not isinstance(node, (dict, Mapping)):  # dict first: no ABC check
             continue
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith(_SHARED_PREFIX):

@@ -100,7 +100,7 @@ def extract_shape(node: Any, *, in_any_of: bool = False, cache: dict[tuple[int, 
     if optional:
         shape["optional"] = list(optional)
     properties = node.get("properties")
-    if isinstance(properties, Mapping):
+    if isinstance(properties, (dict, Mapping)):
         subs = {key: extract_shape(sub, cache=cache) for key, sub in properties.items()}
         subs = {key: sub for key, sub in subs.items() if sub}
         if subs:

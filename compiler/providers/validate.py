@@ -123,7 +123,7 @@ def closed_objects(node: Node, at: str) -> Iterator[Violation]:
 def strict_objects(node: Node, at: str) -> Iterator[Violation]:
     """§1.4: properties on every object, required = every key."""
     if "object" in type_set(node) or "properties" in node:
-        if not isinstance(node.get("properties"), Mapping):
+        if not isinstance(node.get("properties"), (dict, Mapping)):
             yield from _v(at, "object-properties", "an object needs properties (even empty)")
         elif sorted(node.get("required", [])) != sorted(node["properties"]):
             yield from _v(at, "required-all", "required must list every key in properties")
@@ -132,7 +132,7 @@ def strict_objects(node: Node, at: str) -> Iterator[Violation]:
 def typed_items(node: Node, at: str) -> Iterator[Violation]:
     if "array" in [k.lower() for k in type_set(node)]:
         items = node.get("items")
-        if not (isinstance(items, Mapping) and items):
+        if not (isinstance(items, (dict, Mapping)) and items):
             yield from _v(at, "array-items", "an array needs typed items")
 
 
@@ -211,7 +211,7 @@ def _totals(node: Node, memo: LimitMemo) -> Totals:
 def _depth(node: Any, memo: LimitMemo) -> int:
     """Object nesting levels of `node` as the strict limit counts them: a property one level deeper, `items` and
     `additionalProperties` one deeper when they are objects, `anyOf` branches at the same level."""
-    if not isinstance(node, Mapping):
+    if not isinstance(node, (dict, Mapping)):  # dict first: no ABC check
         return 0
     found = memo.depths.get(node)
     if found is not None:
@@ -221,7 +221,7 @@ def _depth(node: Any, memo: LimitMemo) -> int:
         deepest = max(deepest, 1 + _depth(sub, memo))
     for key in ("items", "additionalProperties"):
         child = node.get(key)
-        if isinstance(child, Mapping):
+        if isinstance(child, (dict, Mapping)):
             deepest = max(deepest, _depth(child, memo) + (1 if "object" in type_set(child) else 0))
     for branch in node.get("anyOf") or ():
         deepest = max(deepest, _depth(branch, memo))
@@ -292,7 +292,7 @@ def check_nodes(schema: Any, rules: tuple[NodeRule, ...], base: str) -> Iterator
 
 
 def root_object(schema: Any, at: str, *, combinators: bool) -> Iterator[Violation]:
-    if not isinstance(schema, Mapping) or str(schema.get("type", "")).lower() != "object":
+    if not isinstance(schema, (dict, Mapping)) or str(schema.get("type", "")).lower() != "object":
         yield from _v(at, "root-object", "the root must be type: object")
     elif not combinators and {"anyOf", "oneOf", "allOf"} & set(schema):
         yield from _v(at, "root-combinator", "no anyOf/oneOf/allOf at the root")

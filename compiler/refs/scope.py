@@ -69,7 +69,7 @@ class Scope:
 
     def apply_id(self, node: Any, base: str) -> str:
         """The base URI inside `node`, given the base around it."""
-        if not isinstance(node, Mapping):
+        if not isinstance(node, (dict, Mapping)):  # dict first: no ABC check
             return base
         ident = node.get("$id")
         if not isinstance(ident, str) or ident.startswith("#"):
