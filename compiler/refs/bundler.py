@@ -105,6 +105,8 @@ class Bundler(Walker):
         return name
 
     def _name_shared(self, name: str) -> None:
+        if ("$defs", name) in self.names:  # `Target.key` of a shared definition: named already, nothing to make
+            return
         node = self.scope.defs[name]
         self._name(
             Target(
