@@ -133,6 +133,8 @@ class ToolReader:
 
     def __init__(self) -> None:
         self._shared: dict[tuple[Any, ...], Any] = {}
+        self._arguments: dict[int, tuple[Mapping[str, Any], HttpArgument]] = {}
+        """`id()` of an argument's dict (pinned with it) → its argument: the tools cache shares those dicts."""
 
     def tool(self, data: Mapping[str, Any]) -> Tool:
         """As `tool_from_json`; a value that cannot be a field raises TypeError, KeyError or ValueError."""
@@ -160,6 +162,13 @@ class ToolReader:
             found = self._shared[key] = make()
         return found
 
+    def _argument(self, data: Mapping[str, Any]) -> HttpArgument:
+        seen = self._arguments.get(id(data))
+        if seen is None:
+            argument = self._one(("argument", *data.items()), partial(_argument_from_json, data))
+            seen = self._arguments[id(data)] = (data, argument)
+        return seen[1]
+
     def _binding(self, data: Mapping[str, Any]) -> McpBinding | HttpBinding:
         if data["kind"] == "mcp":
             return McpBinding(server=data["server"], tool_name=data["tool_name"])
@@ -171,8 +180,7 @@ class ToolReader:
             base_url=data["base_url"],
             body_content_type=data.get("body_content_type"),
             body_required=data.get("body_required", False),
-            arguments=tuple(self._one(("argument", *argument.items()), partial(_argument_from_json, argument))
-                            for argument in data["arguments"]),
+            arguments=tuple(self._argument(argument) for argument in data["arguments"]),
             security=self._one(("security", *(tuple(tuple(s.items()) for s in alt) for alt in security)),
                                lambda: tuple(tuple(SecurityScheme(**s) for s in alt) for alt in security)),
         )

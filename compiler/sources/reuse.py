@@ -38,7 +38,11 @@ PAYLOAD_KEY = "tools by operation"
 class PriorSource:
     context: str
     tools: Mapping[str, Any]
-    """Operation key → `{"tool": tool_to_json(...), "ir": IR hash}` (`ir` absent when no target hashed it)."""
+    """Operation key → `{"tool": tool_to_json(...), "ir": IR hash}` (`ir` absent when no target hashed it), an HTTP
+    binding's `arguments` given as places in `arguments`."""
+    arguments: list[Any]
+    """The source's distinct arguments, each once (Microsoft Graph: 2,705 for 75,641 uses; 40% of its tools' bytes
+    were their arguments written out)."""
 
 
 @dataclass
@@ -58,17 +62,21 @@ class ToolReuse:
     """Tool id → a tool decoded from the cache, with its catalog entry and IR hash (`Build.known_tools`)."""
     reader: ToolReader = field(default_factory=ToolReader)
 
-    def prior_for(self, source_id: str, context: str) -> Mapping[str, Any]:
-        """The last compile's tools of `source_id` by operation key, if they were read in the same context."""
+    def prior_for(self, source_id: str, context: str) -> PriorSource | None:
+        """The last compile's tools of `source_id`, if they were read in the same context."""
         prior = self.prior.get(source_id)
-        return prior.tools if prior is not None and prior.context == context else {}
+        return prior if prior is not None and prior.context == context else None
 
-    def decode(self, entry: Any) -> Tool | None:
-        """The tool of a cache entry, or None when the entry is not one (the operation is built instead)."""
+    def decode(self, prior: PriorSource, key: str) -> Tool | None:
+        """The tool of the operation `key`, or None when its entry is not one (the operation is built instead)."""
         try:
+            entry = prior.tools[key]
             data = entry["tool"]
+            binding = data["binding"]
+            if binding["kind"] == "http":
+                data = {**data, "binding": {**binding, "arguments": [prior.arguments[at] for at in binding["arguments"]]}}
             tool = self.reader.tool(data)
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             return None
         ir = entry.get("ir")
         self.known[tool.id] = KnownTool(tool, data, ir if isinstance(ir, str) else None)
@@ -88,9 +96,9 @@ class ToolReuse:
             return
         sources: dict[str, Any] = {}
         for source_id, made in self.made.items():
-            sources[source_id] = {"context": made.context,
-                                  "tools": {key: self._entry(tool, catalog_tools, ir_hashes)
-                                            for key, tool in made.tools.items()}}
+            arguments = _Arguments()
+            tools = {key: arguments.placed(self._entry(tool, catalog_tools, ir_hashes)) for key, tool in made.tools.items()}
+            sources[source_id] = {"context": made.context, "arguments": arguments.distinct, "tools": tools}
         encoded = orjson.dumps(sources)  # key order kept: a decoded tool's dicts are in the order it was built
         blob = store.cache_path(out_dir, KIND, suffix=f".{os.getpid()}.blob-partial")
         try:
@@ -111,6 +119,30 @@ class ToolReuse:
         if ir is not None:
             entry["ir"] = ir
         return entry
+
+
+class _Arguments:
+    """A source's distinct arguments, for entries that name them by place."""
+
+    def __init__(self) -> None:
+        self.distinct: list[Any] = []
+        self._places: dict[tuple[Any, ...], int] = {}
+
+    def placed(self, entry: dict[str, Any]) -> dict[str, Any]:
+        data = entry["tool"]
+        binding = data["binding"]
+        if binding["kind"] != "http":
+            return entry
+        places = [self._place(argument) for argument in binding["arguments"]]
+        return {**entry, "tool": {**data, "binding": {**binding, "arguments": places}}}
+
+    def _place(self, argument: dict[str, Any]) -> int:
+        key = tuple(argument.items())
+        place = self._places.get(key)
+        if place is None:
+            place = self._places[key] = len(self.distinct)
+            self.distinct.append(argument)
+        return place
 
 
 def load(out_dir: Path, diagnostics: Diagnostics) -> ToolReuse:
@@ -134,11 +166,11 @@ def load(out_dir: Path, diagnostics: Diagnostics) -> ToolReuse:
     if not _valid(sources):
         store.ignored(diagnostics, path, "its content is malformed (corrupted)")
         return ToolReuse()
-    return ToolReuse(prior={source_id: PriorSource(source["context"], source["tools"])
+    return ToolReuse(prior={source_id: PriorSource(source["context"], source["tools"], source["arguments"])
                             for source_id, source in sources.items()})
 
 
 def _valid(sources: Any) -> bool:
     return isinstance(sources, dict) and all(
         isinstance(source, dict) and isinstance(source.get("context"), str) and isinstance(source.get("tools"), dict)
-        for source in sources.values())
+        and isinstance(source.get("arguments"), list) for source in sources.values())

@@ -123,6 +123,9 @@ def test_a_warm_compile_builds_no_tool_and_a_changed_description_one(spec: Path,
     built.clear()
     warm_build, warm = _compile(folder)
     assert built == [] and warm == cold
+    assert warm_build.catalog == cold_build.catalog
+    assert [list(tool.input_schema["properties"]) for tool in warm_build.catalog.tools] == \
+        [list(tool.input_schema["properties"]) for tool in cold_build.catalog.tools], "in the order they were built"
     assert set(warm_build.known_tools) == {tool.id for tool in warm_build.catalog.tools}
     assert all(known.ir is not None for known in warm_build.known_tools.values()), "IR hashes come back too"
     _edit(spec, _reword)

@@ -82,15 +82,17 @@ class OperationTools:
         self.context = context if keep_for is not None else None
         self.reuse = reuse
         self.keep_for = keep_for
-        self.prior = reuse.prior_for(ctx.source_id, context) if reuse is not None and context is not None else {}
+        self.prior = reuse.prior_for(ctx.source_id, context) if reuse is not None and context is not None else None
         self.clean = self.context is not None
         self.tools: dict[str, Tool] = {}
         """Operation key → its tool, for the next compile."""
+        self._unkeyed: list[tuple[Operation, Tool]] = []
+        """Tools built with nothing to reuse: keyed only if the source turns out clean (GitHub's, Stripe's are not)."""
 
     def tool(self, operation: Operation, build: Callable[[], Tool]) -> Tool:
-        key = self._key(operation) if self.context is not None else None
-        if key is not None and key in self.prior and self.reuse is not None:
-            tool = self.reuse.decode(self.prior[key])
+        key = self._key(operation) if self.prior is not None else None
+        if key is not None and self.prior is not None and key in self.prior.tools and self.reuse is not None:
+            tool = self.reuse.decode(self.prior, key)
             if tool is not None:
                 self.tools[key] = tool
                 return tool
@@ -104,17 +106,24 @@ class OperationTools:
             self._effect()
         if key is not None:
             self.tools[key] = tool
+        elif self.prior is None and self.clean:
+            self._unkeyed.append((operation, tool))
         return tool
 
     def _effect(self) -> None:
         self.clean = False
-        if self.prior:
+        if self.prior is not None:
             raise Unclean
 
     def keep(self) -> None:
         """Hand a clean source's tools to the next compile."""
-        if self.clean and self.keep_for is not None and self.context is not None:
-            self.keep_for.keep(self.ctx.source_id, self.context, self.tools)
+        if not self.clean or self.keep_for is None or self.context is None:
+            return
+        for operation, tool in self._unkeyed:
+            key = self._key(operation)
+            if key is not None:
+                self.tools[key] = tool
+        self.keep_for.keep(self.ctx.source_id, self.context, self.tools)
 
     def _key(self, operation: Operation) -> str | None:
         """sha256 of the operation as read (a `$ref`'s target) and of its path item's own fields (`parameters`,
