@@ -6,19 +6,20 @@ from typing import Any
 
 from compiler.build import Build, KnownTool
 from compiler.infra.diagnostics import Diagnostics, Severity
-from compiler.infra.serialize import canonical_json, catalog_to_json, tool_to_json
+from compiler.infra.serialize import ToolWriter, canonical_json, catalog_to_json
 from compiler.ir import Catalog, Tool
 
 
 def emit_catalog(build: Build) -> None:
     """A tool the reading stage took from the last compile comes with its entry (`Build.known_tools`); the entries
     made here are added there, for the tools cache the compile leaves (`sources.reuse`)."""
+    writer = ToolWriter()
 
     def entry(tool: Tool) -> dict[str, Any]:
         hit = build.known(tool)
         if hit is not None:
             return hit.entry
-        made = tool_to_json(tool)
+        made = writer.tool(tool)
         build.known_tools[tool.id] = KnownTool(tool, made, None)
         return made
 

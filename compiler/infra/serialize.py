@@ -67,7 +67,8 @@ def _argument_from_json(data: Mapping[str, Any]) -> HttpArgument:
     return CredentialArgument(**data) if "credential" in data else HttpArgument(**data)
 
 
-def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
+def binding_to_json(binding: McpBinding | HttpBinding,
+                    argument: Callable[[HttpArgument], dict[str, Any]] = _argument_to_json) -> dict[str, Any]:
     if isinstance(binding, McpBinding):
         return {"kind": "mcp", "server": binding.server, "tool_name": binding.tool_name}
     return {
@@ -78,12 +79,12 @@ def binding_to_json(binding: McpBinding | HttpBinding) -> dict[str, Any]:
         "body_content_type": binding.body_content_type,
         **({"body_required": True} if binding.body_required else {}),
         **({"output_partial": True} if isinstance(binding, PartialOutputBinding) else {}),
-        "arguments": [_argument_to_json(argument) for argument in binding.arguments],
+        "arguments": [argument(each) for each in binding.arguments],
         "security": [[_shallow(s, _SCHEME_FIELDS) for s in alternative] for alternative in binding.security],
     }
 
 
-def tool_to_json(tool: Tool) -> dict[str, Any]:
+def tool_to_json(tool: Tool, argument: Callable[[HttpArgument], dict[str, Any]] = _argument_to_json) -> dict[str, Any]:
     return _drop_none(
         {
             "id": tool.id,
@@ -97,7 +98,7 @@ def tool_to_json(tool: Tool) -> dict[str, Any]:
             "risk": tool.risk.label,
             "side_effects": list(tool.side_effects),
             "fixed_params": dict(tool.fixed_params) or None,
-            "binding": binding_to_json(tool.binding),
+            "binding": binding_to_json(tool.binding, argument),
             "extra": dict(tool.extra) or None,
         }
     )
@@ -120,6 +121,24 @@ def catalog_to_json(catalog: Catalog, entry: Callable[[Tool], dict[str, Any]] = 
         "sources": [source_to_json(s) for s in sorted(catalog.sources, key=lambda s: s.id)],
         "tools": [entry(t) for t in sorted(catalog.tools, key=lambda t: t.id)],
     }
+
+
+class ToolWriter:
+    """`tool_to_json` for many tools: an argument object tools share (the OpenAPI reader makes equal arguments one)
+    is written once, its dict shared by their entries (Microsoft Graph: 2,702 for 75,641 uses; one dict each was
+    a third of the catalog's encoding time and ~30 MB held while the entries live)."""
+
+    def __init__(self) -> None:
+        self._arguments: dict[int, tuple[HttpArgument, dict[str, Any]]] = {}
+
+    def tool(self, tool: Tool) -> dict[str, Any]:
+        return tool_to_json(tool, self._argument)
+
+    def _argument(self, argument: HttpArgument) -> dict[str, Any]:
+        seen = self._arguments.get(id(argument))
+        if seen is None:
+            seen = self._arguments[id(argument)] = (argument, _argument_to_json(argument))  # pinned: ids stay its
+        return seen[1]
 
 
 def tool_from_json(data: Mapping[str, Any]) -> Tool:

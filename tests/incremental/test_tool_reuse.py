@@ -135,6 +135,39 @@ def test_a_warm_compile_builds_no_tool_and_a_changed_description_one(spec: Path,
     assert (changed, _diagnostics(changed_build)) == _clean(folder)
 
 
+def test_the_cache_is_written_when_worth_it(spec: Path, built: list[str]) -> None:
+    """Not by a warm compile, nor after one changed description (the next compile builds that tool again, and
+    takes the others); after a change to most tools, or tools without the IR hash a compile made."""
+    folder = spec.parent
+    cache = store.cache_path(folder / "out", reuse.KIND, suffix=".blob")
+
+    def stamp() -> tuple[int, int]:
+        return cache.stat().st_ino, cache.stat().st_mtime_ns
+
+    config = load_config(folder / "toolc.yaml").model_copy(update={"targets": ()})
+    build = compile_project(config)
+    write_build(build, config.output_dir)
+    build.files.release_spool()
+    without_hashes = stamp()
+    built.clear()
+    _compile(folder)
+    assert built == [] and stamp() != without_hashes, "the IR hashes this compile made are kept"
+    written = stamp()
+    _compile(folder)
+    assert stamp() == written, "nothing changed: not written"
+    _edit(spec, _reword)
+    built.clear()
+    build, changed = _compile(folder)
+    assert built == ["listFamily1"] and stamp() == written
+    built.clear()
+    again, twice = _compile(folder)
+    assert built == ["listFamily1"] and twice == changed
+    assert (twice, _diagnostics(again)) == _clean(folder)
+    _edit(spec, _shared_component)
+    _compile(folder)
+    assert stamp() != written, "every tool built: written"
+
+
 @pytest.mark.parametrize(("change", "rebuilt"), [
     (_reword, ["listFamily1"]),
     (_shared_component, None),
