@@ -19,7 +19,7 @@ from compiler.config import Config
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.output import FileSet
 from compiler.infra.progress import Progress
-from compiler.ir import Catalog, JsonObject
+from compiler.ir import Catalog, JsonObject, Tool
 from compiler.refs import RefResolver
 
 
@@ -104,6 +104,17 @@ class CodegenRecord:
     """The diagnostics generation reported, replayed when the output is reused."""
 
 
+@dataclass(frozen=True)
+class KnownTool:
+    """What is known of one tool without walking it again: its catalog entry (`serialize.tool_to_json`) and its
+    IR hash (None: not known). It stands only for `tool`, that very object: a catalog tool that is another object
+    of the same id (replaced after it was read) is made and hashed as usual."""
+
+    tool: Tool
+    entry: JsonObject
+    ir: str | None
+
+
 @dataclass
 class Build:
     config: Config
@@ -133,9 +144,21 @@ class Build:
     and read by the lock."""
     project_key: str | None = None
     """`incremental.project.fingerprint` of this compile's settings, targets, inputs and `reads`."""
+    known_tools: dict[str, KnownTool] = field(default_factory=dict)
+    """Tool id → what the reading stage knew of a tool it took from the last compile (`sources.reuse`); the
+    catalog.json stage adds the entry of every other tool, for the tools cache this compile leaves."""
     saved_with_output: list[Callable[[], None]] = field(default_factory=list)
     """Caches that describe the output folder as this compile writes it (ruff's formatting of each module): saved by
     `pipeline.write_build` once the folder is in place, never by a compile whose output is not written."""
+
+    def known(self, tool: Tool) -> KnownTool | None:
+        """What `known_tools` holds for this very tool object, if anything."""
+        hit = self.known_tools.get(tool.id)
+        return hit if hit is not None and hit.tool is tool else None
+
+    def known_ir(self, tool: Tool) -> str | None:
+        hit = self.known(tool)
+        return hit.ir if hit is not None else None
 
     def add_file(self, path: str, content: bytes) -> None:
         if path in self.files:

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.build import Build
+from compiler.build import Build, KnownTool
 from compiler.infra.diagnostics import Diagnostics, Severity
-from compiler.infra.serialize import canonical_json, catalog_to_json
-from compiler.ir import Catalog
+from compiler.infra.serialize import ToolWriter, canonical_json, catalog_to_json
+from compiler.ir import Catalog, Tool
 
 
 def emit_catalog(build: Build) -> None:
-    build.add_file("catalog.json", canonical_json(catalog_to_json(build.catalog)))
+    """A tool the reading stage took from the last compile comes with its entry (`Build.known_tools`); the entries
+    made here are added there, for the tools cache the compile leaves (`sources.reuse`)."""
+    writer = ToolWriter()
+
+    def entry(tool: Tool) -> dict[str, Any]:
+        hit = build.known(tool)
+        if hit is not None:
+            return hit.entry
+        made = writer.tool(tool)
+        build.known_tools[tool.id] = KnownTool(tool, made, None)
+        return made
+
+    build.add_file("catalog.json", canonical_json(catalog_to_json(build.catalog, entry)))
 
 
 def report(catalog: Catalog | None, diagnostics: Diagnostics, extra: dict[str, Any] | None = None) -> dict[str, Any]:

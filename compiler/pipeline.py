@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,10 @@ from compiler.preset_secrets import warn_literal_secret_presets
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.schemas import emit_providers
 from compiler.refs import RefResolver
+from compiler.sources import reuse as tool_reuse
 from compiler.sources.openapi import read_openapi
 from compiler.sources.recording import read_recording
+from compiler.sources.reuse import ToolReuse
 
 UNKNOWN_KIND = "TC104"
 
@@ -86,7 +89,8 @@ def openapi_settings(inputs: Iterable[Input]) -> dict[str, OpenApiConfig]:
             if isinstance(item.settings, OpenApiConfig)}
 
 
-def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics) -> tuple[Source, list[Tool]] | None:
+def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics,
+                reuse: ToolReuse | None = None) -> tuple[Source, list[Tool]] | None:
     """Read one input into IR; a fatal problem becomes an error diagnostic and the input is left out."""
     try:
         document = resolver.load_document(item.path, display=item.display)
@@ -95,7 +99,7 @@ def _read_input(item: Input, resolver: RefResolver, diagnostics: Diagnostics) ->
             settings = item.settings if isinstance(item.settings, OpenApiConfig) else None
             source_id = item.source_id or item.path.stem
             return read_openapi(document, source_id=source_id, location=item.display,
-                                diagnostics=diagnostics, config=settings)
+                                diagnostics=diagnostics, config=settings, reuse=reuse)
         if kind == "mcp-recording":
             server = document.get("server") if isinstance(document.get("server"), str) else None
             source_id = item.source_id or server or item.path.stem
@@ -132,9 +136,10 @@ def build_catalog(read: Iterable[tuple[Source, list[Tool]]], diagnostics: Diagno
 
 
 def read_catalog(config: Config, inputs: list[Input], resolver: RefResolver, diagnostics: Diagnostics,
-                 *, live: bool = False) -> Catalog:
+                 *, live: bool = False, reuse: ToolReuse | None = None) -> Catalog:
     """With `live`, servers are asked for their listings (`sources.mcp_live.fetch_listings`), which come back in
-    the same shape as recordings and go through the same reader: live and recorded compiles cannot differ."""
+    the same shape as recordings and go through the same reader: live and recorded compiles cannot differ.
+    With `reuse`, OpenAPI sources take the tools of operations that did not change from the last compile."""
     live_listings: dict[str, Any] = {}
     if live:
         from compiler.sources.mcp_live import fetch_listings
@@ -149,7 +154,7 @@ def read_catalog(config: Config, inputs: list[Input], resolver: RefResolver, dia
                 read.append(read_recording(listing, source_id=item.settings.id, location=item.display,
                                            diagnostics=diagnostics, config=_recording_settings(item.settings)))
             continue
-        result = _read_input(item, resolver, diagnostics)
+        result = _read_input(item, resolver, diagnostics, reuse)
         if result is not None:
             read.append(result)
     return build_catalog(read, diagnostics)
@@ -193,13 +198,15 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
     resolver = RefResolver(diagnostics, max_depth=config.resolver.max_depth, node_budget=config.resolver.node_budget)
     chosen = check_targets(targets if targets is not None else config.targets, diagnostics)
     progress.begin(1 + len(_STAGES) + len(chosen), "reading sources")
+    destination = out_dir or config.output_dir
     try:
         # Reading decodes each document and builds the catalog: millions of small acyclic containers. With the
         # collector running, decoding alone set off collections that only rescanned what it was building
         # (GitHub's 13 MB: 0.15 s of decoding, 0.08 s paused); what reading leaves is frozen as it ends (below).
         with paused_then_frozen():
+            reuse = tool_reuse.load(destination, diagnostics)
             catalog = read_catalog(config, inputs if inputs is not None else project_inputs(config), resolver,
-                                   diagnostics, live=live)
+                                   diagnostics, live=live, reuse=reuse)
     except Exception as exc:
         gc.unfreeze()
         if not limits.is_out_of_memory(exc):
@@ -216,10 +223,10 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
         # (a third of lowering time on Microsoft Graph) and forked workers stop dirtying the pages they share with
         # this process.
         gc.freeze()
-        destination = out_dir or config.output_dir
         build = Build(config=config, catalog=catalog, resolver=resolver, diagnostics=diagnostics, targets=chosen,
                       previous_output=OutputFolder(destination), previous_codegen=load_record(destination),
-                      progress=progress, out_dir=destination)
+                      progress=progress, out_dir=destination, known_tools=reuse.known)
+        build.saved_with_output.append(partial(_save_tools, build, reuse, destination))
         done = "reading the sources"
         for stage, run in _STAGES:
             if limits.over_budget():  # checked between stages: what one stage left behind stops the next
@@ -240,13 +247,18 @@ def _compile(config: Config, inputs: list[Input] | None, *, targets: Iterable[st
     return build
 
 
+def _save_tools(build: Build, reuse: ToolReuse, destination: Path) -> None:
+    """The tools cache, for the next compile: with the IR hashes this one made (none without targets)."""
+    reuse.save(destination, {tool.id: tool for tool in build.catalog.tools}, build.ir_hashes or {})
+
+
 def _catalog(build: Build) -> None:
     emit_catalog(build)                        # catalog.json: the IR as read
 
 
 def _providers(build: Build) -> None:
     if build.targets:                          # each tool's IR hash: the key of its lowering's reuse, and the lock's
-        build.ir_hashes = tool_hashes(build.catalog)
+        build.ir_hashes = tool_hashes(build.catalog, build.known_ir)
     build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -119,9 +119,8 @@ def _components(edges: Mapping[str, list[str]]) -> list[set[str]]:
     return found
 
 
-
-
-def tool_hashes(catalog: Catalog) -> dict[str, str]:
-    """`ToolHasher.ir_hash` of every tool, by id."""
+def tool_hashes(catalog: Catalog, known: Callable[[Tool], str | None] = lambda tool: None) -> dict[str, str]:
+    """`ToolHasher.ir_hash` of every tool, by id; `known` gives the hash of a tool that is the last compile's (the
+    tools cache, `sources.reuse`: the same tool read from the same definitions), or None."""
     hasher = ToolHasher(catalog)
-    return {tool.id: hasher.ir_hash(tool) for tool in catalog.tools}
+    return {tool.id: known(tool) or hasher.ir_hash(tool) for tool in catalog.tools}

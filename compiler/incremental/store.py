@@ -2,7 +2,8 @@
 kind saved with a blob of bytes, `<output name>.<kind>.blob` beside it, whose sha256 the envelope holds (the blob is
 a hard link to the file it records where the file system allows: hundreds of MB are never copied). A blob is
 never read here: its reader reads the ranges it needs and checks each against a hash its payload keeps
-(`providers.reuse`), so hundreds of MB are never held or hashed whole.
+(`providers.reuse`), so hundreds of MB are never held or hashed whole; or, for a blob decoded whole anyway (the
+tools cache, `sources.reuse`), reads it and checks it against the envelope's sha256.
 
 Each file is an envelope `{"format", "kind", "toolc", "key", "payload", "blob"}`. It is read back only when it
 is what this compile expects: a file from another toolc (`toolc` differs), of another format or kind, or one that

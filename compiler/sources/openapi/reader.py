@@ -8,6 +8,7 @@ of the document. External files are expected to be pulled in already (`RefResolv
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from compiler.config import OpenApiConfig
@@ -35,25 +36,40 @@ from compiler.sources.openapi.document import (
 )
 from compiler.sources.openapi.operations import METHODS, assign_tool_names, build_tool, find_operations
 from compiler.sources.openapi.presets import SOURCE_WIDE, SourceWidePresets, unapplied_source_wide
+from compiler.sources.openapi.reuse import OperationTools, Unclean, context_key
 from compiler.sources.openapi.risk import apply_risk_settings
 from compiler.sources.openapi.schema_dialect import SchemaNormalizer
+from compiler.sources.reuse import ToolReuse
 
 
 def read_openapi(document: Any, *, source_id: str, location: str, diagnostics: Diagnostics,
-                 config: OpenApiConfig | None = None) -> tuple[Source, list[Tool]]:
+                 config: OpenApiConfig | None = None, reuse: ToolReuse | None = None) -> tuple[Source, list[Tool]]:
     """Never raises on bad input: problems become TC3xx diagnostics, broken operations are skipped.
 
     The reader needs only the loaded document (external files already pulled in by
     `RefResolver.load_document`); its schemas stay `$ref`s into `Source.definitions`.
     The cyclic garbage collector is paused meanwhile: the pass allocates many small acyclic dicts next to a
     large live document, and collections that re-scan the document would cost ~15% on GitHub's spec.
+
+    With `reuse` (the last compile's tools, `sources.reuse`), an operation whose inputs are the last compile's takes
+    its tool from there (`sources.openapi.reuse`); an attempt that meets an operation with effects is dropped,
+    diagnostics and all, and the source read from nothing.
     """
     with collector_paused():
-        return _read(document, source_id, location, diagnostics, config)
+        if reuse is not None and reuse.prior:
+            attempt = Diagnostics()
+            try:
+                read = _read(document, source_id, location, attempt, config, reuse)
+            except Unclean:
+                pass
+            else:
+                diagnostics.extend(attempt)
+                return read
+        return _read(document, source_id, location, diagnostics, config, reuse, reusing=False)
 
 
 def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics,
-          config: OpenApiConfig | None) -> tuple[Source, list[Tool]]:
+          config: OpenApiConfig | None, reuse: ToolReuse | None, *, reusing: bool = True) -> tuple[Source, list[Tool]]:
     empty = Source(id=source_id, kind="openapi", location=location)
     dialect = dialect_of(document, source=location, diagnostics=diagnostics)
     if dialect is None:
@@ -90,6 +106,8 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     deny = config.deny_tools if config is not None else ()
     fixed_params = config.fixed_params if config is not None else {}
     source_wide = SourceWidePresets(fixed_params.get(SOURCE_WIDE, {}))
+    made = OperationTools(ctx, source_wide, context_key(ctx, config) if reuse is not None else None,
+                          reuse if reusing else None, keep_for=reuse)
     tools: list[Tool] = []
     unselected = 0
     for operation in operations:
@@ -97,7 +115,8 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
             unselected += 1
             continue
         try:
-            tools.append(build_tool(ctx, operation, fixed_params.get(operation.name, {}), source_wide))
+            tools.append(made.tool(operation, partial(build_tool, ctx, operation, fixed_params.get(operation.name, {}),
+                                                      source_wide)))
         except Skip:
             diagnostics.report(OPERATION_SKIPPED, f"{operation.method.upper()} {operation.path} is not a tool: "
                                "see the diagnostic before this one", source=location,
@@ -123,6 +142,7 @@ def _read(document: Any, source_id: str, location: str, diagnostics: Diagnostics
     schemas.finish()
     tools = without_lost_refs(tools, schemas.definitions, diagnostics, location=location,
                               skipped_code=OPERATION_SKIPPED)
+    made.keep()
     source = Source(id=source_id, kind="openapi", location=location, definitions=schemas.definitions, info=info)
     return source, tools
 
