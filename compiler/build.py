@@ -56,7 +56,8 @@ class Layout:
     target: str
     spans: dict[str, Span]
     sha256: str = ""
-    """`sha256:<hex>` of the whole tools file, hashed as it was written (the cache and the project record reuse it)."""
+    """`sha256:<hex>` of the whole tools file, hashed as it was written (the cache and the project record reuse it);
+    empty when the file is not in the output (its tools do not fit one request: nothing reads its hash)."""
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ Per target, an index (`.toolc-cache/<output>.lowered-<target>.json`: key → nam
 lowering reported, the resolver's included, and where the definition sits with the sha256 of its bytes) and the
 target's tools file as the last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing
 saves neither again. A hit is never decoded, and the tools file is never read whole: `spans.write_array` copies
-each reused definition's bytes from it by byte range as it reaches the definition (`CachedSpan`), checked
-against their sha256, with the digest and tokens measured when they were placed; or, when every definition is given
-back at the place it had, the file is the last one byte for byte and is used as it is, once it hashes to the sha256
-recorded with it (`unchanged_file`: a warm compile neither copies, hashes twice, nor writes Graph's 706 MB again).
+each reused definition's bytes from it, a window at a time as it reaches the definitions in file order
+(`CachedSpan`), each checked against its sha256, with the digest and tokens measured when they were placed; or,
+when every definition is given back at the place it had, the file is the last one byte for byte and is used as it
+is (`unchanged_file`: a warm compile neither copies, hashes twice, nor writes Graph's 706 MB again), once it
+hashes to the sha256 recorded with it, or, for a file that is not in the output (a target whose tools do not fit
+one request: nothing wants its sha256, and it is never hashed whole), once each definition and the frame between
+them check out.
 Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
 lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
@@ -53,19 +56,33 @@ class DamagedCache(ValueError):
         self.path = path
 
 
+WINDOW = 1 << 20
+"""Bytes of the last tools file read at once: reused definitions are asked for in file order (tool-id order, as
+it was written), so one read serves the next few dozen (Microsoft Graph: 45,000 definitions, ~2,000 reads)."""
+
+
 class _Blob:
-    """The last compile's tools file, open for reading one definition at a time (never read whole)."""
+    """The last compile's tools file, read one window at a time (never whole)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
+        self._window, self._window_at = memoryview(b""), 0
 
-    def read(self, offset: int, length: int, sha256: str) -> bytes:
-        content = os.pread(self._fd, length, offset)
+    def read(self, offset: int, length: int, sha256: str) -> memoryview:
+        """The bytes at `offset`, checked against `sha256` (`DamagedCache` otherwise)."""
+        content = self.bytes_at(offset, length)
         if len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
             raise DamagedCache(self.path)
         return content
+
+    def bytes_at(self, offset: int, length: int) -> memoryview:
+        """The bytes at `offset`, unchecked (shorter past the end of the file)."""
+        at = offset - self._window_at
+        if at < 0 or at + length > len(self._window):
+            self._window, self._window_at, at = memoryview(os.pread(self._fd, max(length, WINDOW), offset)), offset, 0
+        return self._window[at:at + length]
 
     def close(self) -> None:
         os.close(self._fd)
@@ -133,7 +150,8 @@ class PriorLowerings:
         settings = {"target": target, "config": config.model_dump(mode="json", exclude={"root"})}
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
-        self._blob = _open_blob(out_dir, target, diagnostics) if found is not None and found.key == self._settings \
+        self._blob_path = store.cache_path(out_dir, kind(target), suffix=".blob")
+        self._blob = _open_blob(self._blob_path, diagnostics) if found is not None and found.key == self._settings \
             else None
         self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
         self._previous_blob = found.blob if found is not None and self._blob is not None else ""
@@ -177,10 +195,12 @@ class PriorLowerings:
                 if isinstance(lowered, CachedLowered) and lowered.span is not None
                 and self._given.get(lowered.tool.id) is lowered}
 
-    def unchanged_file(self, final: Sequence[Lowered]) -> tuple[Path, dict[str, Measure], Layout] | None:
+    def unchanged_file(self, final: Sequence[Lowered], *, hashed: bool = True
+                       ) -> tuple[Path, dict[str, Measure], Layout] | None:
         """The last compile's tools file, its definitions' measures and its layout, when this compile's would be it
         byte for byte: every definition of `final` given back by this cache, each at the offset it had and nothing
-        else in the file but the frame; and the file still hashes as recorded. None otherwise (then it is written)."""
+        else in the file but the frame; and the file still holds what was recorded. None otherwise (then it is
+        written). `hashed`: the file's sha256 is wanted (it goes into the output); else its layout has none."""
         reused = self.reused(final)
         if self._blob is None or not final or len(reused) != len(final):
             return None
@@ -195,10 +215,28 @@ class PriorLowerings:
             offset += span.length + len(shape.sep)
         if offset - len(shape.sep) + len(shape.tail) != self._blob.size:
             return None
-        if stream_digest(self._blob.path) != self._previous_blob:
+        if not self._unaltered([reused[item.tool.id] for item in final], hashed=hashed):
             return None  # altered since: written from the definitions, whose ranges are checked one by one
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
-        return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
+        return self._blob.path, measures, Layout(self._target, spans, self._previous_blob if hashed else "")
+
+    def _unaltered(self, ordered: Sequence[CachedSpan], *, hashed: bool) -> bool:
+        """Whether the last tools file still holds what its index says: hashed whole when its sha256 is wanted
+        (and was recorded), else each definition checked against its own sha256 and the frame between them."""
+        assert self._blob is not None
+        if hashed:
+            return bool(self._previous_blob) and stream_digest(self._blob.path) == self._previous_blob
+        shape = frame(self._target)
+        try:
+            for index, span in enumerate(ordered):
+                before = shape.head if index == 0 else shape.sep
+                if self._blob.bytes_at(span.offset - len(before), len(before)) != before:
+                    return False
+                span.placed()
+        except DamagedCache:
+            return False
+        end = ordered[-1].offset + ordered[-1].length
+        return self._blob.bytes_at(end, len(shape.tail)) == shape.tail
 
     def close(self) -> None:
         """Close the last compile's tools file (the definitions it gave back can no longer be read)."""
@@ -220,7 +258,7 @@ class PriorLowerings:
                 at[self._keys[tool_id]] = [span.offset, span.length, *measures[tool_id]]
         kept = {key: lowered.definition for key, lowered in self._made.items() if id(lowered) not in sent}
         payload = {key: _record(item, at.get(key), kept.get(key)) for key, item in self._now.items()}
-        if layout.sha256 == self._previous_blob and payload == self._previous:
+        if tools_file == self._blob_path and payload == self._previous:
             return  # the cache already holds this compile's index and tools file
         store.save_with_blob(self._out_dir, kind(self._target),
                              store.Entry(self._settings, payload, layout.sha256), tools_file)
@@ -242,8 +280,7 @@ class PriorLowerings:
         return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
 
 
-def _open_blob(out_dir: Path, target: str, diagnostics: Diagnostics) -> _Blob | None:
-    path = store.cache_path(out_dir, kind(target), suffix=".blob")
+def _open_blob(path: Path, diagnostics: Diagnostics) -> _Blob | None:
     try:
         return _Blob(path)
     except OSError as exc:

@@ -230,12 +230,14 @@ def _write_each(build: Build, ordered: Mapping[str, list[Lowered]], priors: Mapp
     written = {}
     for target in targets:
         prior = priors[target]
-        unchanged = prior.unchanged_file(ordered[target]) if prior is not None else None
+        hashed = fits_one_request(target, len(ordered[target]))  # only then is the file in the output
+        unchanged = prior.unchanged_file(ordered[target], hashed=hashed) if prior is not None else None
         if unchanged is not None:
             path, measures, layout = unchanged
         else:
             path = build.files.spool_dir() / f"{target}.tools.json"
-            measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]))
+            measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]),
+                                           hashed=hashed)
         if prior is not None:
             prior.save(ordered[target], path, layout, measures)
         digests = {tool_id: measure.digest for tool_id, measure in measures.items()}

@@ -169,22 +169,38 @@ def test_a_warm_compile_saves_nothing_and_the_blob_is_a_link_not_a_copy(spec: Pa
 
 def test_a_recompile_reads_only_the_definitions_it_reuses_never_a_tools_file_whole(
         spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The last compile's tools files (Microsoft Graph: 706 MB) are read by byte range as each reused definition is
-    copied, each range checked against the sha256 its index keeps: never read whole into memory."""
+    """The last compile's tools files (Microsoft Graph: 706 MB) are read a window at a time as the reused
+    definitions are copied, in file order, each definition checked against the sha256 its index keeps: never read
+    whole into memory, and each byte read once."""
     out = tmp_path / "out"
     compile_into(spec, out)
     reword_first_operation(spec)
     whole: list[str] = []
     real_read = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda path: whole.append(path.name) or real_read(path))
+    monkeypatch.setattr(lowering, "WINDOW", 65536)  # a few definitions to a window (Microsoft Graph's: dozens)
     ranges: list[int] = []
     real_pread = os.pread
-    monkeypatch.setattr(os, "pread", lambda fd, length, offset: ranges.append(length) or real_pread(fd, length, offset))
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        content = real_pread(fd, length, offset)
+        ranges.append(len(content))
+        return content
+
+    monkeypatch.setattr(os, "pread", pread)
     _build, recompiled = compile_into(spec, out)
     assert not [name for name in whole if name.endswith(".blob")], "no tools file of the cache is read whole"
     sizes = {target: blob_of(out, target).stat().st_size for target in TARGETS}
-    assert ranges and max(ranges) < min(sizes.values()) and sum(ranges) < sum(sizes.values())
+    assert ranges and max(ranges) < min(sizes.values()), "a window at a time"
+    assert sum(ranges) < 1.5 * sum(sizes.values()), "a byte is read about once (a window ends inside a definition)"
+    assert len(ranges) < len(recompiled_tools(out)) / 2, "a window serves the definitions after it"
     assert recompiled == clean(spec, tmp_path)
+
+
+def recompiled_tools(out: Path) -> list[str]:
+    """Every definition the cache of `out` records, over every target."""
+    return [key for target in TARGETS
+            for key in orjson.loads(store.cache_path(out, lowering.kind(target)).read_bytes())["payload"]]
 
 
 @pytest.mark.parametrize("aside", [False, True], ids=["here", "in the child writing aside"])
@@ -300,3 +316,44 @@ def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec
     _build, clean_output = compile_into(spec, tmp_path / "clean" / "out", codegen=True)
     assert generated, "a compile from nothing generates its models"
     assert recompiled == clean_output
+
+
+def test_a_tools_file_over_a_request_is_reused_by_its_definitions_hashes_never_hashed_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lowered: list[str]) -> None:
+    """A target whose tools do not fit one request writes no `schemas/<target>.json` of them (the discovery form
+    instead): its tools file is the cache's alone, never hashed whole (Microsoft Graph: three of four, 433 MB).
+    Warm, it is kept once each definition and the frame between them check out; changed, or altered in its frame,
+    the output is still byte for byte a compile from nothing."""
+    spec = project_in(tmp_path, monkeypatch, synthetic_openapi(140))  # over OpenAI's 128 tools, under the others'
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    fits = {target: schemas.fits_one_request(target, 140) for target in TARGETS}
+    assert fits == {"openai-chat": False, "openai-responses": False, "anthropic": True, "gemini": True}
+    for target in TARGETS:
+        envelope = orjson.loads(store.cache_path(out, lowering.kind(target)).read_bytes())
+        assert bool(envelope["blob"]) == fits[target], target
+    hashed: list[str] = []
+    real_digest = lowering.stream_digest
+    monkeypatch.setattr(lowering, "stream_digest", lambda path: hashed.append(path.name) or real_digest(path))
+    blob = blob_of(out, "openai-chat")
+    saved = (blob.stat().st_ino, blob.stat().st_mtime_ns)
+    lowered.clear()
+    _build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered
+    assert (blob.stat().st_ino, blob.stat().st_mtime_ns) == saved, "kept, not written again"
+    assert sorted(hashed) == sorted(blob_of(out, target).name for target in TARGETS if fits[target])
+    content = blob.read_bytes()
+    assert b"},\n  {" in content
+    with blob.open("r+b") as handle:  # a separator altered: the definitions still match their hashes
+        handle.write(content.replace(b"},\n  {", b"}, \n {", 1))
+    _build, again = compile_into(spec, out)
+    assert again == cold and not lowered
+    assert blob.read_bytes() == content, "written again from the definitions, and saved as the cache"
+    with blob.open("r+b") as handle:  # a definition altered: the compile notes it and lowers again
+        handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
+    build, again = compile_into(spec, out)
+    assert again == cold and lowered
+    assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob)]
+    reword_first_operation(spec)
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path)
