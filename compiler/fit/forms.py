@@ -84,16 +84,16 @@ def budgets(build: Build) -> dict[str, int]:
     return out
 
 
-def _meta_form(build: Build, target: str, tools: list[Tool], cache: LoweringCache) -> list[JsonObject]:
+def _meta_form(build: Build, target: str, tools: list[Tool], shared: LoweringCache) -> list[JsonObject]:
     """The `tools` argument of a form made of toolc's meta-tools (discovery, code mode), lowered for `target`.
-    `cache`: the fit stage's one, as the providers stage shares one over every tool and target; a fresh cache per
-    tool read the build's every diagnostic again looking for pruned recursions (Microsoft Graph: 20 meta-tools,
-    230,000 diagnostics, 0.4 s of a recompile's fit)."""
+    Each tool with a cache of its own, but every one with `shared`'s pruned-recursion index: a fresh index read
+    the build's every diagnostic again looking for the tool's pruned recursions (Microsoft Graph: 20 meta-tools,
+    230,000 diagnostics each time, 0.4 s of a recompile's fit)."""
     dialect = PROVIDERS[target]
     strict = wants_strict(target, build.config)
     definitions: list[JsonObject] = []
     for tool in tools:
-        env = lower_env(build.resolver, {}, build.config, cache)
+        env = lower_env(build.resolver, {}, build.config, LoweringCache(pruned=shared.pruned))
         lowered, _entry, _found = lower_tool(target, tool, tool.name, env, strict=strict)
         assert lowered is not None, f"meta-tool {tool.name} does not lower for {target}"
         definitions.append(lowered.definition)
@@ -212,7 +212,8 @@ class _Plan:
     member_of: dict[str, list[str]]
     budgets: dict[str, int]
     meta_cache: LoweringCache
-    """What lowering the meta-tools (discovery, code mode) shares over every target (`_meta_form`)."""
+    """What lowering the meta-tools (discovery, code mode) shares over every target: the pruned-recursion index
+    (`_meta_form`)."""
 
 
 @dataclass
