@@ -8,14 +8,16 @@ project's settings and toolc itself; its key hashes all of them (the tool and wh
 Per target, an index (`.toolc-cache/<output>.lowered-<target>.json`: key → name-map entry, the diagnostics
 lowering reported, the resolver's included, and where the definition sits with the sha256 of its bytes) and the
 target's tools file as the last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing
-saves neither again. A hit is never decoded, and the tools file is never read whole: `spans.write_array` copies
-each reused definition's bytes from it, a window at a time as it reaches the definitions in file order
-(`CachedSpan`), each checked against its sha256, with the digest and tokens measured when they were placed; or,
-when every definition is given back at the place it had, the file is the last one byte for byte and is used as it
-is (`unchanged_file`: a warm compile neither copies, hashes twice, nor writes Graph's 706 MB again), once it
-hashes to the sha256 recorded with it, or, for a file that is not in the output (a target whose tools do not fit
-one request: nothing wants its sha256, and it is never hashed whole), once each definition and the frame between
-them check out.
+saves neither again. A hit is never decoded, and the tools file is never read whole, only a window at a time as
+the definitions are reached in file order, each checked against its sha256 (`CachedSpan`), with the digest and
+tokens measured when it was placed. What the compile does with them depends on where its tools file goes:
+- into the output (its tools fit one request): `spans.write_array` copies each reused definition's bytes into the
+  new file; or, when every definition is given back at the place it had, the file is the last one byte for byte
+  and is used as it is once it hashes to the sha256 recorded with it (`unchanged_file`).
+- nowhere but the cache (they do not: the fit stage cuts toolset files from it by spans): the last file is
+  linked in and the definitions lowered again are appended to it (`grown_file`), so that the file is a heap of
+  definitions at their spans rather than an array, written afresh only once most of it is dead (`GROWN_LIMIT`).
+  It is never hashed whole (nothing wants its sha256).
 Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
 lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
@@ -41,7 +43,7 @@ from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.dialect import Lowered
 from compiler.providers.registry import keeps_strict_parameters
-from compiler.providers.spans import Measure, Placed, frame
+from compiler.providers.spans import Measure, Placed, frame, place
 
 
 def kind(target: str) -> str:
@@ -56,6 +58,9 @@ class DamagedCache(ValueError):
         self.path = path
 
 
+GROWN_LIMIT = 2
+"""A tools file that grows (`grown_file`) is written afresh, compact, once it would hold more than twice the bytes
+of its live definitions (each recompile appends the few it lowered again)."""
 WINDOW = 1 << 20
 """Bytes of the last tools file read at once: reused definitions are asked for in file order (tool-id order, as
 it was written), so one read serves the next few dozen (Microsoft Graph: 45,000 definitions, ~2,000 reads)."""
@@ -76,6 +81,14 @@ class _Blob:
         if len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
             raise DamagedCache(self.path)
         return content
+
+    def alone(self) -> bool:
+        """Whether no other name links to the file (the output folder's, or another compile's spool)."""
+        return os.fstat(self._fd).st_nlink == 1
+
+    def same_file(self, path: Path) -> bool:
+        found, own = os.stat(path), os.fstat(self._fd)
+        return (found.st_dev, found.st_ino) == (own.st_dev, own.st_ino)
 
     def bytes_at(self, offset: int, length: int) -> memoryview:
         """The bytes at `offset`, unchecked (shorter past the end of the file)."""
@@ -156,6 +169,8 @@ class PriorLowerings:
         self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
         self._previous_blob = found.blob if found is not None and self._blob is not None else ""
         self._now: dict[str, Mapping[str, Any]] = {}
+        self._in_place: Path | None = None
+        """Where `grown_file` linked the cache's tools file for this compile."""
         """Key → this compile's record, without where its definition sits (`save` adds it): a hit's is the last
         compile's record itself, never copied (Microsoft Graph: 45,000 of them, on every recompile)."""
         self._keys: dict[str, str] = {}
@@ -195,14 +210,12 @@ class PriorLowerings:
                 if isinstance(lowered, CachedLowered) and lowered.span is not None
                 and self._given.get(lowered.tool.id) is lowered}
 
-    def unchanged_file(self, final: Sequence[Lowered], *, hashed: bool = True
-                       ) -> tuple[Path, dict[str, Measure], Layout] | None:
+    def unchanged_file(self, final: Sequence[Lowered]) -> tuple[Path, dict[str, Measure], Layout] | None:
         """The last compile's tools file, its definitions' measures and its layout, when this compile's would be it
         byte for byte: every definition of `final` given back by this cache, each at the offset it had and nothing
-        else in the file but the frame; and the file still holds what was recorded. None otherwise (then it is
-        written). `hashed`: the file's sha256 is wanted (it goes into the output); else its layout has none."""
+        else in the file but the frame; and the file still hashes as recorded. None otherwise (then it is written)."""
         reused = self.reused(final)
-        if self._blob is None or not final or len(reused) != len(final):
+        if self._blob is None or not final or len(reused) != len(final) or not self._previous_blob:
             return None
         shape = frame(self._target)
         offset = len(shape.head)
@@ -215,28 +228,46 @@ class PriorLowerings:
             offset += span.length + len(shape.sep)
         if offset - len(shape.sep) + len(shape.tail) != self._blob.size:
             return None
-        if not self._unaltered([reused[item.tool.id] for item in final], hashed=hashed):
+        if stream_digest(self._blob.path) != self._previous_blob:
             return None  # altered since: written from the definitions, whose ranges are checked one by one
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
-        return self._blob.path, measures, Layout(self._target, spans, self._previous_blob if hashed else "")
+        return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
 
-    def _unaltered(self, ordered: Sequence[CachedSpan], *, hashed: bool) -> bool:
-        """Whether the last tools file still holds what its index says: hashed whole when its sha256 is wanted
-        (and was recorded), else each definition checked against its own sha256 and the frame between them."""
-        assert self._blob is not None
-        if hashed:
-            return bool(self._previous_blob) and stream_digest(self._blob.path) == self._previous_blob
-        shape = frame(self._target)
-        try:
-            for index, span in enumerate(ordered):
-                before = shape.head if index == 0 else shape.sep
-                if self._blob.bytes_at(span.offset - len(before), len(before)) != before:
-                    return False
-                span.placed()
-        except DamagedCache:
-            return False
-        end = ordered[-1].offset + ordered[-1].length
-        return self._blob.bytes_at(end, len(shape.tail)) == shape.tail
+    def grown_file(self, final: Sequence[Lowered], known: Mapping[str, Placed], link: Path
+                   ) -> tuple[Path, dict[str, Measure], Layout] | None:
+        """For a tools file that is not in the output (its tools do not fit one request): the last compile's,
+        linked at `link`, with the definitions this cache did not give back appended, and each it did checked
+        against its sha256 (`DamagedCache` otherwise). Such a file is then a heap of definitions, each at its
+        span, not an array: the fit stage and the next compile read it by spans only. Microsoft Graph's three
+        (433 MB) are no longer copied on a recompile to change one definition. `known`: the definitions' bytes
+        that are already placed (the workers'). None when the last file cannot grow (none, linked elsewhere, or
+        over `GROWN_LIMIT`): then it is written from the definitions."""
+        if self._blob is None or not final or not self._blob.alone():
+            return None
+        reused = self.reused(final)
+        fresh = {item.tool.id: known.get(item.tool.id) or place(item, self._target)
+                 for item in final if item.tool.id not in reused}
+        appended = sum(len(item.content) for item in fresh.values())
+        if self._blob.size + appended > GROWN_LIMIT * (sum(span.length for span in reused.values()) + appended):
+            return None
+        for span in reused.values():
+            span.placed()
+        link.unlink(missing_ok=True)
+        os.link(self._blob.path, link)
+        if not self._blob.same_file(link):  # replaced since it was opened (by another compile)
+            link.unlink()
+            return None
+        offsets = _append(link, fresh)
+        measures = {**{tool_id: span.measure for tool_id, span in reused.items()},
+                    **{tool_id: item.measure for tool_id, item in fresh.items()}}
+        where = {**{tool_id: (span.offset, span.length) for tool_id, span in reused.items()},
+                 **{tool_id: (offsets[tool_id], len(item.content)) for tool_id, item in fresh.items()}}
+        spans = {}
+        for item in final:  # in the array's order, whatever the file's
+            tool_id = item.tool.id
+            spans[tool_id] = Span(*where[tool_id], measures[tool_id].tokens, measures[tool_id].inner)
+        self._in_place = link
+        return link, measures, Layout(self._target, spans, "")
 
     def close(self) -> None:
         """Close the last compile's tools file (the definitions it gave back can no longer be read)."""
@@ -258,10 +289,11 @@ class PriorLowerings:
                 at[self._keys[tool_id]] = [span.offset, span.length, *measures[tool_id]]
         kept = {key: lowered.definition for key, lowered in self._made.items() if id(lowered) not in sent}
         payload = {key: _record(item, at.get(key), kept.get(key)) for key, item in self._now.items()}
-        if tools_file == self._blob_path and payload == self._previous:
-            return  # the cache already holds this compile's index and tools file
-        store.save_with_blob(self._out_dir, kind(self._target),
-                             store.Entry(self._settings, payload, layout.sha256), tools_file)
+        entry = store.Entry(self._settings, payload, layout.sha256)
+        if tools_file not in (self._blob_path, self._in_place):
+            store.save_with_blob(self._out_dir, kind(self._target), entry, tools_file)
+        elif payload != self._previous:  # the cache's tools file, used as it is or grown: its index alone
+            store.save(self._out_dir, kind(self._target), entry)
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
         diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
@@ -278,6 +310,22 @@ class PriorLowerings:
                 raise ValueError("a definition outside the cached tools file")
             span = CachedSpan(self._blob, offset, length, Measure(str(digest), int(tokens), int(inner), str(sha256)))
         return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
+
+
+def _append(path: Path, placed: Mapping[str, Placed]) -> dict[str, int]:
+    """Append each definition's bytes to `path`, one write each: tool id → its offset. Appending, even while
+    another compile does, leaves every byte a span of the file points to as it was."""
+    offsets = {}
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        for tool_id, item in placed.items():
+            content = bytes(item.content)
+            if os.write(fd, content) != len(content):
+                raise OSError(f"{path}: a definition written in part")
+            offsets[tool_id] = os.lseek(fd, 0, os.SEEK_CUR) - len(content)
+    finally:
+        os.close(fd)
+    return offsets
 
 
 def _open_blob(path: Path, diagnostics: Diagnostics) -> _Blob | None:

@@ -7,6 +7,7 @@ the layout of the tools file: where each definition sits and its tokens, which t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -35,7 +36,7 @@ from compiler.providers.lower import (
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.reuse import DamagedCache, PriorLowerings
 from compiler.providers.slices import Request, SlicedLowering, placements, spooled_bytes
-from compiler.providers.spans import write_array
+from compiler.providers.spans import Measure, array_bytes, write_array
 
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
@@ -71,14 +72,15 @@ class _Definitions(Mapping[str, JsonObject]):
     after lowering them."""
 
     def __init__(self, target: str, array: Path, layout: Layout) -> None:
-        self._target, self._array = target, array
+        self._array, self._spans = array, layout.spans
         self._ids = list(layout.spans)
         self._decoded: dict[str, JsonObject] | None = None
 
     def _all(self) -> dict[str, JsonObject]:
         if self._decoded is None:
-            definitions = definitions_of(self._target, orjson.loads(self._array.read_bytes()))
-            self._decoded = dict(zip(self._ids, definitions, strict=True))
+            with self._array.open("rb") as source:  # by spans: a tools file that grew is not an array
+                self._decoded = {tool_id: orjson.loads(os.pread(source.fileno(), span.length, span.offset))
+                                 for tool_id, span in self._spans.items()}
         return self._decoded
 
     def __getitem__(self, tool_id: str) -> JsonObject:
@@ -229,26 +231,37 @@ def _write_each(build: Build, ordered: Mapping[str, list[Lowered]], priors: Mapp
                 targets: list[str]) -> dict[str, _Written]:
     written = {}
     for target in targets:
-        prior = priors[target]
-        hashed = fits_one_request(target, len(ordered[target]))  # only then is the file in the output
-        unchanged = prior.unchanged_file(ordered[target], hashed=hashed) if prior is not None else None
-        if unchanged is not None:
-            path, measures, layout = unchanged
+        prior, spool = priors[target], build.files.spool_dir() / f"{target}.tools.json"
+        in_output = fits_one_request(target, len(ordered[target]))
+        reused = _reused_file(prior, ordered[target], in_output, spool)
+        if reused is not None:
+            path, measures, layout = reused
         else:
-            path = build.files.spool_dir() / f"{target}.tools.json"
+            path = spool
             measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]),
-                                           hashed=hashed)
+                                           hashed=in_output)
         if prior is not None:
             prior.save(ordered[target], path, layout, measures)
         digests = {tool_id: measure.digest for tool_id, measure in measures.items()}
-        written[target] = _Written(path, digests, layout, kept=unchanged is not None)
+        written[target] = _Written(path, digests, layout, kept=in_output and reused is not None)
     return written
+
+
+def _reused_file(prior: PriorLowerings | None, ordered: list[Lowered], in_output: bool,
+                 spool: Path) -> tuple[Path, dict[str, Measure], Layout] | None:
+    """The lowering cache's tools file, when this compile can use it: as it is, for a file that goes into the
+    output (the same bytes); grown, for one that does not (the fit stage reads it by spans only)."""
+    if prior is None:
+        return None
+    if in_output:
+        return prior.unchanged_file(ordered)
+    return prior.grown_file(ordered, placements(prior, ordered), spool)
 
 
 def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _Written) -> _Emitted:
     """What the rest of the compile needs of one target's lowering and its tools file."""
     summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
-               "bytes": written.path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
+               "bytes": array_bytes(written.layout), "losses": len(result.diagnostics)}  # tokens: the fit stage adds
     return _Emitted(result.target, str(written.path), written.layout, written.kept, result.name_map(), written.digests,
                     summary, [*resolver_found, *result.diagnostics])
 

@@ -180,6 +180,15 @@ def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> I
     yield shape.tail
 
 
+def array_bytes(layout: Layout) -> int:
+    """The size of the tools array of every definition of `layout`, in its order (what `write_array` writes)."""
+    if not layout.spans:
+        return len(empty(layout.target))
+    shape = frame(layout.target)
+    return (len(shape.head) + sum(span.length for span in layout.spans.values())
+            + len(shape.sep) * (len(layout.spans) - 1) + len(shape.tail))
+
+
 def array_tokens(layout: Layout, tool_ids: Iterable[str]) -> int:
     """Tokens of the array `array_chunks` gives, exactly as one count of its bytes."""
     ids = list(tool_ids)

@@ -318,12 +318,13 @@ def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec
     assert recompiled == clean_output
 
 
-def test_a_tools_file_over_a_request_is_reused_by_its_definitions_hashes_never_hashed_whole(
+def test_a_tools_file_over_a_request_grows_by_what_changed_and_gives_a_compile_from_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lowered: list[str]) -> None:
     """A target whose tools do not fit one request writes no `schemas/<target>.json` of them (the discovery form
-    instead): its tools file is the cache's alone, never hashed whole (Microsoft Graph: three of four, 433 MB).
-    Warm, it is kept once each definition and the frame between them check out; changed, or altered in its frame,
-    the output is still byte for byte a compile from nothing."""
+    instead): its tools file is the cache's alone, never hashed whole, and a recompile appends to it the
+    definitions it lowered again instead of copying the rest (Microsoft Graph: three of four, 433 MB). Warm,
+    changed, changed again, altered, linked elsewhere or mostly dead, the output is byte for byte a compile from
+    nothing."""
     spec = project_in(tmp_path, monkeypatch, synthetic_openapi(140))  # over OpenAI's 128 tools, under the others'
     out = tmp_path / "out"
     _build, cold = compile_into(spec, out)
@@ -336,24 +337,51 @@ def test_a_tools_file_over_a_request_is_reused_by_its_definitions_hashes_never_h
     real_digest = lowering.stream_digest
     monkeypatch.setattr(lowering, "stream_digest", lambda path: hashed.append(path.name) or real_digest(path))
     blob = blob_of(out, "openai-chat")
-    saved = (blob.stat().st_ino, blob.stat().st_mtime_ns)
+    inode, size = blob.stat().st_ino, blob.stat().st_size
     lowered.clear()
     _build, warm = compile_into(spec, out)
     assert warm == cold and not lowered
-    assert (blob.stat().st_ino, blob.stat().st_mtime_ns) == saved, "kept, not written again"
+    assert (blob.stat().st_ino, blob.stat().st_size, blob.stat().st_nlink) == (inode, size, 1)
     assert sorted(hashed) == sorted(blob_of(out, target).name for target in TARGETS if fits[target])
     content = blob.read_bytes()
     assert b"},\n  {" in content
-    with blob.open("r+b") as handle:  # a separator altered: the definitions still match their hashes
+    with blob.open("r+b") as handle:  # a separator altered: never read (the fit stage reads by spans)
         handle.write(content.replace(b"},\n  {", b"}, \n {", 1))
     _build, again = compile_into(spec, out)
     assert again == cold and not lowered
-    assert blob.read_bytes() == content, "written again from the definitions, and saved as the cache"
-    with blob.open("r+b") as handle:  # a definition altered: the compile notes it and lowers again
-        handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
-    build, again = compile_into(spec, out)
-    assert again == cold and lowered
-    assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob)]
+
+    reword_first_operation(spec)
+    lowered.clear()
+    _build, changed = compile_into(spec, out)
+    assert len(set(lowered)) == 1, "the reworded operation alone"
+    assert changed == clean(spec, tmp_path)
+    assert blob.stat().st_ino == inode and size < blob.stat().st_size < 2 * size, "grown, not written again"
+    document = json.loads(spec.read_text())
+    next(iter(next(iter(document["paths"].values())).values()))["description"] = "Reworded again."
+    spec.write_text(json.dumps(document))
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-2") and blob.stat().st_ino == inode
+
+    monkeypatch.setattr(lowering, "GROWN_LIMIT", 1)  # any dead byte is too many: written afresh, an array again
     reword_first_operation(spec)
     _build, changed = compile_into(spec, out)
-    assert changed == clean(spec, tmp_path)
+    assert changed == clean(spec, tmp_path, "clean-3") and blob.stat().st_ino != inode
+    assert json.loads(blob.read_bytes())  # an array again
+    monkeypatch.setattr(lowering, "GROWN_LIMIT", 2)
+
+    inode = blob.stat().st_ino
+    os.link(blob, tmp_path / "elsewhere.json")  # another name for it: never grown under it
+    document["paths"][next(iter(document["paths"]))][next(iter(next(iter(document["paths"].values()))))][
+        "description"] = "Reworded a third time."
+    spec.write_text(json.dumps(document))
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-4") and blob.stat().st_ino != inode
+    assert json.loads((tmp_path / "elsewhere.json").read_bytes()), "the other name's file is left as it was"
+
+    content = blob.read_bytes()
+    with blob.open("r+b") as handle:  # a definition altered: the compile notes it and lowers again
+        handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
+    lowered.clear()
+    build, again = compile_into(spec, out)
+    assert again == clean(spec, tmp_path, "clean-5") and lowered
+    assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob)]
