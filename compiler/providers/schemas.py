@@ -280,10 +280,14 @@ def _emit(build: Build) -> dict[str, TargetOutput]:
     for target in build.targets:  # merged in target order, whatever ran where
         item = by_target[target]
         # The resolver reports a pruned recursion once per tool; workers that lowered apart would each report it.
+        # A lowering's diagnostics name their target, so only the resolver's (none) can repeat: only they are
+        # hashed (Microsoft Graph: 200,000 of the others).
         for diagnostic in item.diagnostics:
-            if diagnostic.provider or diagnostic not in seen:
+            if not diagnostic.provider:
+                if diagnostic in seen:
+                    continue
                 seen.add(diagnostic)
-                build.diagnostics.add(diagnostic)
+            build.diagnostics.add(diagnostic)
         array = Path(item.tools_path)
         fits = fits_one_request(target, len(item.layout.spans))
         if fits:
