@@ -233,41 +233,45 @@ class PriorLowerings:
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
         return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
 
-    def grown_file(self, final: Sequence[Lowered], known: Mapping[str, Placed], link: Path
+    def grown_file(self, final: Sequence[Lowered], known: Mapping[str, Placed], fresh_bytes: int, link: Path
                    ) -> tuple[Path, dict[str, Measure], Layout] | None:
         """For a tools file that is not in the output (its tools do not fit one request): the last compile's,
         linked at `link`, with the definitions this cache did not give back appended, and each it did checked
         against its sha256 (`DamagedCache` otherwise). Such a file is then a heap of definitions, each at its
         span, not an array: the fit stage and the next compile read it by spans only. Microsoft Graph's three
         (433 MB) are no longer copied on a recompile to change one definition. `known`: the definitions' bytes
-        that are already placed (the workers'). None when the last file cannot grow (none, linked elsewhere, or
-        over `GROWN_LIMIT`): then it is written from the definitions."""
+        that are already placed (the workers'; the others are placed here); `fresh_bytes`: how many bytes the
+        definitions not given back take, as far as known without reading them. None when the last file cannot
+        grow (none, linked elsewhere or on another file system than `link`, or past `GROWN_LIMIT`): then it is
+        written from the definitions."""
         if self._blob is None or not final or not self._blob.alone():
             return None
         reused = self.reused(final)
-        fresh = {item.tool.id: known.get(item.tool.id) or place(item, self._target)
-                 for item in final if item.tool.id not in reused}
-        appended = sum(len(item.content) for item in fresh.values())
-        if self._blob.size + appended > GROWN_LIMIT * (sum(span.length for span in reused.values()) + appended):
+        live = sum(span.length for span in reused.values()) + fresh_bytes
+        if self._blob.size + fresh_bytes > GROWN_LIMIT * live:
             return None
         for span in reused.values():
             span.placed()
-        link.unlink(missing_ok=True)
-        os.link(self._blob.path, link)
+        try:
+            link.unlink(missing_ok=True)
+            os.link(self._blob.path, link)
+        except OSError:
+            return None  # another file system: written
         if not self._blob.same_file(link):  # replaced since it was opened (by another compile)
             link.unlink()
             return None
-        offsets = _append(link, fresh)
-        measures = {**{tool_id: span.measure for tool_id, span in reused.items()},
-                    **{tool_id: item.measure for tool_id, item in fresh.items()}}
-        where = {**{tool_id: (span.offset, span.length) for tool_id, span in reused.items()},
-                 **{tool_id: (offsets[tool_id], len(item.content)) for tool_id, item in fresh.items()}}
+        fresh = [item for item in final if item.tool.id not in reused]
+        placed = _append(link, fresh, known, self._target)
+        measures = {tool_id: span.measure for tool_id, span in reused.items()}
+        where = {tool_id: (span.offset, span.length) for tool_id, span in reused.items()}
+        for tool_id, (offset, length, measure) in placed.items():
+            measures[tool_id], where[tool_id] = measure, (offset, length)
         spans = {}
         for item in final:  # in the array's order, whatever the file's
             tool_id = item.tool.id
             spans[tool_id] = Span(*where[tool_id], measures[tool_id].tokens, measures[tool_id].inner)
         self._in_place = link
-        return link, measures, Layout(self._target, spans, "")
+        return link, {item.tool.id: measures[item.tool.id] for item in final}, Layout(self._target, spans, "")
 
     def close(self) -> None:
         """Close the last compile's tools file (the definitions it gave back can no longer be read)."""
@@ -312,20 +316,23 @@ class PriorLowerings:
         return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
 
 
-def _append(path: Path, placed: Mapping[str, Placed]) -> dict[str, int]:
-    """Append each definition's bytes to `path`, one write each: tool id → its offset. Appending, even while
-    another compile does, leaves every byte a span of the file points to as it was."""
-    offsets = {}
+def _append(path: Path, fresh: Sequence[Lowered], known: Mapping[str, Placed], target: str
+            ) -> dict[str, tuple[int, int, Measure]]:
+    """Append each of `fresh`'s definitions to `path` (its bytes from `known`, or placed now), one write each,
+    one at a time: tool id → (offset, length, measure). Appending, even while another compile does, leaves every
+    byte a span of the file points to as it was."""
+    placed = {}
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
-        for tool_id, item in placed.items():
-            content = bytes(item.content)
+        for item in fresh:
+            found = known.get(item.tool.id) or place(item, target)
+            content = bytes(found.content)
             if os.write(fd, content) != len(content):
                 raise OSError(f"{path}: a definition written in part")
-            offsets[tool_id] = os.lseek(fd, 0, os.SEEK_CUR) - len(content)
+            placed[item.tool.id] = (os.lseek(fd, 0, os.SEEK_CUR) - len(content), len(content), found.measure)
     finally:
         os.close(fd)
-    return offsets
+    return placed
 
 
 def _open_blob(path: Path, diagnostics: Diagnostics) -> _Blob | None:

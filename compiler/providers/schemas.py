@@ -255,7 +255,9 @@ def _reused_file(prior: PriorLowerings | None, ordered: list[Lowered], in_output
         return None
     if in_output:
         return prior.unchanged_file(ordered)
-    return prior.grown_file(ordered, placements(prior, ordered), spool)
+    reused = prior.reused(ordered)
+    fresh = [item for item in ordered if item.tool.id not in reused]  # their sizes, as far as known unread
+    return prior.grown_file(ordered, placements(prior, ordered), spooled_bytes(fresh), spool)
 
 
 def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _Written) -> _Emitted:

@@ -4,6 +4,7 @@ corrupted, damaged in one entry, or made before a change to one operation or one
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -378,10 +379,17 @@ def test_a_tools_file_over_a_request_grows_by_what_changed_and_gives_a_compile_f
     assert changed == clean(spec, tmp_path, "clean-4") and blob.stat().st_ino != inode
     assert json.loads((tmp_path / "elsewhere.json").read_bytes()), "the other name's file is left as it was"
 
+    inode = blob.stat().st_ino
+    with monkeypatch.context() as patched:  # the spool on another file system than the cache: written
+        patched.setattr(os, "link", lambda *args: (_ for _ in ()).throw(OSError(errno.EXDEV, "cross-device")))
+        reword_first_operation(spec)
+        _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-5") and blob.stat().st_ino != inode
+
     content = blob.read_bytes()
     with blob.open("r+b") as handle:  # a definition altered: the compile notes it and lowers again
         handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
     lowered.clear()
     build, again = compile_into(spec, out)
-    assert again == clean(spec, tmp_path, "clean-5") and lowered
+    assert again == clean(spec, tmp_path, "clean-6") and lowered
     assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob)]
