@@ -353,9 +353,12 @@ def test_a_tools_file_over_a_request_grows_by_what_changed_and_gives_a_compile_f
 
     reword_first_operation(spec)
     lowered.clear()
-    _build, changed = compile_into(spec, out)
+    changed_build, changed = compile_into(spec, out)
     assert len(set(lowered)) == 1, "the reworded operation alone"
-    assert changed == clean(spec, tmp_path)
+    clean_build, from_nothing = compile_into(spec, tmp_path / "clean" / "out")
+    assert changed == from_nothing
+    assert [d.to_row() for d in changed_build.diagnostics] == [d.to_row() for d in clean_build.diagnostics], \
+        "the same diagnostics, in the same order"
     assert blob.stat().st_ino == inode and size < blob.stat().st_size < 2 * size, "grown, not written again"
     document = json.loads(spec.read_text())
     next(iter(next(iter(document["paths"].values())).values()))["description"] = "Reworded again."
