@@ -169,10 +169,10 @@ class PriorLowerings:
         self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
         self._previous_blob = found.blob if found is not None and self._blob is not None else ""
         self._now: dict[str, Mapping[str, Any]] = {}
-        self._in_place: Path | None = None
-        """Where `grown_file` linked the cache's tools file for this compile."""
         """Key → this compile's record, without where its definition sits (`save` adds it): a hit's is the last
         compile's record itself, never copied (Microsoft Graph: 45,000 of them, on every recompile)."""
+        self._in_place: Path | None = None
+        """Where `grown_file` linked the cache's tools file for this compile."""
         self._keys: dict[str, str] = {}
         """Tool id → its key in this compile (the last one asked for: the strict budget asks again, loose)."""
         self._given: dict[str, Lowered] = {}

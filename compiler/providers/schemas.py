@@ -71,7 +71,7 @@ class _Definitions(Mapping[str, JsonObject]):
     codegen reads name maps and the fit stage reads the layout, so a compile never holds a big API's definitions
     after lowering them."""
 
-    def __init__(self, target: str, array: Path, layout: Layout) -> None:
+    def __init__(self, array: Path, layout: Layout) -> None:
         self._array, self._spans = array, layout.spans
         self._ids = list(layout.spans)
         self._decoded: dict[str, JsonObject] | None = None
@@ -218,13 +218,13 @@ def _written_aside(ordered: Mapping[str, list[Lowered]]) -> list[str]:
     (never every target: this process would only wait)."""
     if sum(spooled_bytes(items) for items in ordered.values()) < WRITE_ASIDE_MIN_BYTES:
         return []
-    sizes = {target: _write_cost(target, items) for target, items in ordered.items()}
-    total = sum(sizes.values())
+    costs = {target: _write_cost(target, items) for target, items in ordered.items()}
+    total = sum(costs.values())
     aside: list[str] = []
-    for target in sorted(sizes, key=lambda name: (-sizes[name], name)):
-        if 2 * (sum(sizes[name] for name in aside) + sizes[target]) <= total + sizes[target]:
+    for target in sorted(costs, key=lambda name: (-costs[name], name)):
+        if 2 * (sum(costs[name] for name in aside) + costs[target]) <= total + costs[target]:
             aside.append(target)
-    return aside if len(aside) < len(sizes) else aside[:-1]
+    return aside if len(aside) < len(costs) else aside[:-1]
 
 
 def _write_cost(target: str, items: list[Lowered]) -> int:
@@ -312,7 +312,7 @@ def _emit(build: Build) -> dict[str, TargetOutput]:
             else:
                 build.files.adopt(tools_file, array, item.layout.sha256)
         build.add_file(f"schemas/{target}.names.json", canonical_json(item.names))
-        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, array, item.layout),
+        outputs[target] = TargetOutput(target=target, tools=_Definitions(array, item.layout),
                                        names=item.names, summary=item.summary, array=array,
                                        layout=item.layout, fits_one_request=fits, digests=item.digests)
     return outputs

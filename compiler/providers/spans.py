@@ -83,8 +83,8 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered], known: Mapp
     them) by tool id, and the layout.
     `known`: definitions already placed and measured (by the lowering cache, or by the worker that lowered them:
     copied, never encoded or counted again). `hashed`: the file's sha256 is wanted (the file goes into the
-    output); without it, the layout has none and the file's bytes are hashed only as each definition was placed
-    (a big API's tools file that does not fit a request: Microsoft Graph's three, 433 MB, hashed twice over)."""
+    output); without it (a file in the lowering cache alone, read by spans) the file is not hashed whole and the
+    layout has no sha256."""
     known = known or {}
     path.unlink(missing_ok=True)  # a new file, never one linked into the lowering cache rewritten in place
     if not ordered:
