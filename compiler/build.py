@@ -56,7 +56,8 @@ class Layout:
     target: str
     spans: dict[str, Span]
     sha256: str = ""
-    """`sha256:<hex>` of the whole tools file, hashed as it was written (the cache and the project record reuse it)."""
+    """`sha256:<hex>` of the whole tools file, hashed as it was written (the cache and the project record reuse it);
+    empty when the file is not in the output (its tools do not fit one request: nothing reads its hash)."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,10 @@ class TargetOutput:
     summary: Mapping[str, Any]
     """Sizes for `--report`: tools, strict, bytes, losses (the fit stage's figures are in `FitOutput`)."""
     array: Path
-    """The tools array (the SDK's `tools` argument) as written, in the build's spool folder."""
+    """The tools array (the SDK's `tools` argument) as written, in the build's spool folder; for a target whose
+    tools do not fit one request (no `schemas/<target>.json` of them), a file that holds every definition at its
+    span, an array only when written from nothing (`providers.reuse.PriorLowerings.grown_file`): read it by
+    `layout`."""
     layout: Layout
     """Where each definition sits in `array`, and its tokens (the fit stage cuts toolset files from it)."""
     fits_one_request: bool

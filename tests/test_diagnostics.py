@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 from dataclasses import asdict, fields
 
+import pytest
+
 from compiler.infra.diagnostics import Diagnostic, Severity, reason
 
 
@@ -35,3 +37,21 @@ def test_a_reason_is_the_message_without_its_names_and_numbers() -> None:
     assert reason("11422 tools; at most 128: forms that fit (TC771), o200k tokens") == \
         "… tools; at most …: forms that fit (TC771), o200k tokens"
     assert reason("dropped readOnly") != reason("dropped discriminator")
+
+
+def test_a_row_gives_back_the_diagnostic_and_refuses_what_is_not_one() -> None:
+    """`from_row` skips `__post_init__` (a recompile replays hundreds of thousands): what it makes must be what the
+    constructor makes, message interned, and a row the registry or the types refuse must still raise."""
+    made = Diagnostic.of("TC402", "".join(["dropped ", "readOnly"]), source="g.json", tool="openapi:g:op",
+                         pointer="/properties/id", provider="gemini")
+    back = Diagnostic.from_row(made.to_row())
+    assert back == made and hash(back) == hash(made) and back.message is made.message
+    assert Diagnostic.from_row(back.to_row()) == made  # the second of a code and severity: no check again
+    with pytest.raises(ValueError, match="TC402 is"):
+        Diagnostic.from_row(["TC402", "error", *made.to_row()[2:]])  # a note the registry never makes an error
+    with pytest.raises(KeyError):
+        Diagnostic.from_row(["TC402", "fatal", *made.to_row()[2:]])
+    with pytest.raises(TypeError):
+        Diagnostic.from_row(["TC402", "info", 7, *made.to_row()[3:]])
+    with pytest.raises(ValueError):
+        Diagnostic.from_row(made.to_row()[:6])

@@ -44,7 +44,7 @@ class Entry:
     """What the payload was made from (a hash the caller computes over its inputs)."""
     payload: Any
     blob: str = ""
-    """sha256 of the entry's blob file (`save_with_blob`), or empty."""
+    """sha256 of the entry's blob file (`save_with_blob`), or empty (none, or its reader checks it piece by piece)."""
 
 
 def load(out_dir: Path, kind: str, diagnostics: Diagnostics,

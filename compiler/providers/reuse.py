@@ -8,11 +8,16 @@ project's settings and toolc itself; its key hashes all of them (the tool and wh
 Per target, an index (`.toolc-cache/<output>.lowered-<target>.json`: key → name-map entry, the diagnostics
 lowering reported, the resolver's included, and where the definition sits with the sha256 of its bytes) and the
 target's tools file as the last compile wrote it (`.blob`, a hard link to it). A compile that changed nothing
-saves neither again. A hit is never decoded, and the tools file is never read whole: `spans.write_array` copies
-each reused definition's bytes from it by byte range as it reaches the definition (`CachedSpan`), checked
-against their sha256, with the digest and tokens measured when they were placed; or, when every definition is given
-back at the place it had, the file is the last one byte for byte and is used as it is, once it hashes to the sha256
-recorded with it (`unchanged_file`: a warm compile neither copies, hashes twice, nor writes Graph's 706 MB again).
+saves neither again. A hit is never decoded, and the tools file is never read whole, only a window at a time as
+the definitions are reached in file order, each checked against its sha256 (`CachedSpan`), with the digest and
+tokens measured when it was placed. What the compile does with them depends on where its tools file goes:
+- into the output (its tools fit one request): `spans.write_array` copies each reused definition's bytes into the
+  new file; or, when every definition is given back at the place it had, the file is the last one byte for byte
+  and is used as it is once it hashes to the sha256 recorded with it (`unchanged_file`).
+- nowhere but the cache (they do not: the fit stage cuts toolset files from it by spans): the last file is
+  linked in and the definitions lowered again are appended to it (`grown_file`), so that the file is a heap of
+  definitions at their spans rather than an array, written afresh only once most of it is dead (`GROWN_LIMIT`).
+  It is never hashed whole (nothing wants its sha256).
 Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
 lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
@@ -38,7 +43,7 @@ from compiler.infra.serialize import compact_json
 from compiler.ir import JsonObject, Tool
 from compiler.providers.dialect import Lowered
 from compiler.providers.registry import keeps_strict_parameters
-from compiler.providers.spans import Measure, Placed, frame
+from compiler.providers.spans import Measure, Placed, frame, place
 
 
 def kind(target: str) -> str:
@@ -53,19 +58,44 @@ class DamagedCache(ValueError):
         self.path = path
 
 
+GROWN_LIMIT = 2
+"""A tools file that grows (`grown_file`) is written afresh, compact, once it would hold more than twice the bytes
+of its live definitions (each recompile appends the few it lowered again)."""
+WINDOW = 1 << 20
+"""Bytes of the last tools file read at once: reused definitions are asked for in file order (tool-id order, as
+it was written), so one read serves the next few dozen (Microsoft Graph: 45,000 definitions, ~2,000 reads)."""
+
+
 class _Blob:
-    """The last compile's tools file, open for reading one definition at a time (never read whole)."""
+    """The last compile's tools file, read one window at a time (never whole)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
+        self._window, self._window_at = memoryview(b""), 0
 
-    def read(self, offset: int, length: int, sha256: str) -> bytes:
-        content = os.pread(self._fd, length, offset)
+    def read(self, offset: int, length: int, sha256: str) -> memoryview:
+        """The bytes at `offset`, checked against `sha256` (`DamagedCache` otherwise)."""
+        content = self.bytes_at(offset, length)
         if len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
             raise DamagedCache(self.path)
         return content
+
+    def alone(self) -> bool:
+        """Whether no other name links to the file (the output folder's, or another compile's spool)."""
+        return os.fstat(self._fd).st_nlink == 1
+
+    def same_file(self, path: Path) -> bool:
+        found, own = os.stat(path), os.fstat(self._fd)
+        return (found.st_dev, found.st_ino) == (own.st_dev, own.st_ino)
+
+    def bytes_at(self, offset: int, length: int) -> memoryview:
+        """The bytes at `offset`, unchecked (shorter past the end of the file)."""
+        at = offset - self._window_at
+        if at < 0 or at + length > len(self._window):
+            self._window, self._window_at, at = memoryview(os.pread(self._fd, max(length, WINDOW), offset)), offset, 0
+        return self._window[at:at + length]
 
     def close(self) -> None:
         os.close(self._fd)
@@ -133,11 +163,16 @@ class PriorLowerings:
         settings = {"target": target, "config": config.model_dump(mode="json", exclude={"root"})}
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
-        self._blob = _open_blob(out_dir, target, diagnostics) if found is not None and found.key == self._settings \
+        self._blob_path = store.cache_path(out_dir, kind(target), suffix=".blob")
+        self._blob = _open_blob(self._blob_path, diagnostics) if found is not None and found.key == self._settings \
             else None
         self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
         self._previous_blob = found.blob if found is not None and self._blob is not None else ""
-        self._now: dict[str, dict[str, Any]] = {}
+        self._now: dict[str, Mapping[str, Any]] = {}
+        """Key → this compile's record, without where its definition sits (`save` adds it): a hit's is the last
+        compile's record itself, never copied (Microsoft Graph: 45,000 of them, on every recompile)."""
+        self._in_place: Path | None = None
+        """Where `grown_file` linked the cache's tools file for this compile."""
         self._keys: dict[str, str] = {}
         """Tool id → its key in this compile (the last one asked for: the strict budget asks again, loose)."""
         self._given: dict[str, Lowered] = {}
@@ -158,7 +193,7 @@ class PriorLowerings:
             outcome = self._decode(item, tool)
         except (KeyError, TypeError, ValueError):
             return None  # a damaged entry is lowered again (the file as a whole was ours)
-        self._now[key] = {**item, "lowered": _without_definition(item["lowered"]), "at": None}
+        self._now[key] = item
         if outcome.lowered is not None:
             self._given[tool.id] = self._made[key] = outcome.lowered
         return outcome
@@ -180,7 +215,7 @@ class PriorLowerings:
         byte for byte: every definition of `final` given back by this cache, each at the offset it had and nothing
         else in the file but the frame; and the file still hashes as recorded. None otherwise (then it is written)."""
         reused = self.reused(final)
-        if self._blob is None or not final or len(reused) != len(final):
+        if self._blob is None or not final or len(reused) != len(final) or not self._previous_blob:
             return None
         shape = frame(self._target)
         offset = len(shape.head)
@@ -198,6 +233,46 @@ class PriorLowerings:
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
         return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
 
+    def grown_file(self, final: Sequence[Lowered], known: Mapping[str, Placed], fresh_bytes: int, link: Path
+                   ) -> tuple[Path, dict[str, Measure], Layout] | None:
+        """For a tools file that is not in the output (its tools do not fit one request): the last compile's,
+        linked at `link`, with the definitions this cache did not give back appended, and each it did checked
+        against its sha256 (`DamagedCache` otherwise). Such a file is then a heap of definitions, each at its
+        span, not an array: the fit stage and the next compile read it by spans only. Microsoft Graph's three
+        (433 MB) are no longer copied on a recompile to change one definition. `known`: the definitions' bytes
+        that are already placed (the workers'; the others are placed here); `fresh_bytes`: how many bytes the
+        definitions not given back take, as far as known without reading them. None when the last file cannot
+        grow (none, linked elsewhere or on another file system than `link`, or past `GROWN_LIMIT`): then it is
+        written from the definitions."""
+        if self._blob is None or not final or not self._blob.alone():
+            return None
+        reused = self.reused(final)
+        live = sum(span.length for span in reused.values()) + fresh_bytes
+        if self._blob.size + fresh_bytes > GROWN_LIMIT * live:
+            return None
+        for span in reused.values():
+            span.placed()
+        try:
+            link.unlink(missing_ok=True)
+            os.link(self._blob.path, link)
+        except OSError:
+            return None  # another file system: written
+        if not self._blob.same_file(link):  # replaced since it was opened (by another compile)
+            link.unlink()
+            return None
+        fresh = [item for item in final if item.tool.id not in reused]
+        placed = _append(link, fresh, known, self._target)
+        measures = {tool_id: span.measure for tool_id, span in reused.items()}
+        where = {tool_id: (span.offset, span.length) for tool_id, span in reused.items()}
+        for tool_id, (offset, length, measure) in placed.items():
+            measures[tool_id], where[tool_id] = measure, (offset, length)
+        spans = {}
+        for item in final:  # in the array's order, whatever the file's
+            tool_id = item.tool.id
+            spans[tool_id] = Span(*where[tool_id], measures[tool_id].tokens, measures[tool_id].inner)
+        self._in_place = link
+        return link, {item.tool.id: measures[item.tool.id] for item in final}, Layout(self._target, spans, "")
+
     def close(self) -> None:
         """Close the last compile's tools file (the definitions it gave back can no longer be read)."""
         if self._blob is not None:
@@ -209,19 +284,20 @@ class PriorLowerings:
         (`measures`: by tool id, as `write_array` placed it). A lowering that is not sent (the strict budget
         replaced it) keeps its definition in the index instead."""
         sent = set()
+        at: dict[str, list[Any]] = {}
         for lowered in final:
             tool_id = lowered.tool.id
             if self._given.get(tool_id) is lowered:
                 sent.add(id(lowered))
                 span = layout.spans[tool_id]
-                self._now[self._keys[tool_id]]["at"] = [span.offset, span.length, *measures[tool_id]]
-        for key, lowered in self._made.items():
-            if id(lowered) not in sent:
-                self._now[key]["lowered"]["definition"] = lowered.definition
-        if layout.sha256 == self._previous_blob and self._now == self._previous:
-            return  # the cache already holds this compile's index and tools file
-        store.save_with_blob(self._out_dir, kind(self._target),
-                             store.Entry(self._settings, self._now, layout.sha256), tools_file)
+                at[self._keys[tool_id]] = [span.offset, span.length, *measures[tool_id]]
+        kept = {key: lowered.definition for key, lowered in self._made.items() if id(lowered) not in sent}
+        payload = {key: _record(item, at.get(key), kept.get(key)) for key, item in self._now.items()}
+        entry = store.Entry(self._settings, payload, layout.sha256)
+        if tools_file not in (self._blob_path, self._in_place):
+            store.save_with_blob(self._out_dir, kind(self._target), entry, tools_file)
+        elif payload != self._previous:  # the cache's tools file, used as it is or grown: its index alone
+            store.save(self._out_dir, kind(self._target), entry)
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
         diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
@@ -240,8 +316,26 @@ class PriorLowerings:
         return Outcome(CachedLowered(tool, span, item["lowered"], diagnostics), item["entry"], diagnostics, resolver)
 
 
-def _open_blob(out_dir: Path, target: str, diagnostics: Diagnostics) -> _Blob | None:
-    path = store.cache_path(out_dir, kind(target), suffix=".blob")
+def _append(path: Path, fresh: Sequence[Lowered], known: Mapping[str, Placed], target: str
+            ) -> dict[str, tuple[int, int, Measure]]:
+    """Append each of `fresh`'s definitions to `path` (its bytes from `known`, or placed now), one write each,
+    one at a time: tool id → (offset, length, measure). Appending, even while another compile does, leaves every
+    byte a span of the file points to as it was."""
+    placed = {}
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        for item in fresh:
+            found = known.get(item.tool.id) or place(item, target)
+            content = bytes(found.content)
+            if os.write(fd, content) != len(content):
+                raise OSError(f"{path}: a definition written in part")
+            placed[item.tool.id] = (os.lseek(fd, 0, os.SEEK_CUR) - len(content), len(content), found.measure)
+    finally:
+        os.close(fd)
+    return placed
+
+
+def _open_blob(path: Path, diagnostics: Diagnostics) -> _Blob | None:
     try:
         return _Blob(path)
     except OSError as exc:
@@ -264,8 +358,16 @@ def _encode(outcome: Outcome, keep_parameters: bool) -> dict[str, Any]:
     }
 
 
-def _without_definition(lowered: Any) -> Any:
-    return {k: v for k, v in lowered.items() if k != "definition"} if isinstance(lowered, dict) else lowered
+def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObject | None) -> dict[str, Any]:
+    """`item` as the index keeps it: with where its definition sits in the tools file (`at`), or, for a lowering
+    not sent, its `definition` itself (neither for a tool that did not lower)."""
+    lowered = item["lowered"]
+    if definition is not None:
+        lowered = {**lowered, "definition": definition}
+    elif isinstance(lowered, dict) and "definition" in lowered:
+        lowered = {k: v for k, v in lowered.items() if k != "definition"}
+    return {"lowered": lowered, "entry": item["entry"], "diagnostics": item["diagnostics"],
+            "resolver": item["resolver"], "at": at}
 
 
 def _well_formed(payload: Any) -> bool:

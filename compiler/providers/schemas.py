@@ -7,6 +7,7 @@ the layout of the tools file: where each definition sits and its tokens, which t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -34,8 +35,8 @@ from compiler.providers.lower import (
 )
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.reuse import DamagedCache, PriorLowerings
-from compiler.providers.slices import Request, SlicedLowering, placements, spooled_bytes
-from compiler.providers.spans import write_array
+from compiler.providers.slices import Request, SlicedLowering, SpooledLowered, placements, spooled_bytes
+from compiler.providers.spans import Measure, array_bytes, write_array
 
 
 def tools_array(target: str, definitions: list[JsonObject]) -> list[JsonObject]:
@@ -70,15 +71,16 @@ class _Definitions(Mapping[str, JsonObject]):
     codegen reads name maps and the fit stage reads the layout, so a compile never holds a big API's definitions
     after lowering them."""
 
-    def __init__(self, target: str, array: Path, layout: Layout) -> None:
-        self._target, self._array = target, array
+    def __init__(self, array: Path, layout: Layout) -> None:
+        self._array, self._spans = array, layout.spans
         self._ids = list(layout.spans)
         self._decoded: dict[str, JsonObject] | None = None
 
     def _all(self) -> dict[str, JsonObject]:
         if self._decoded is None:
-            definitions = definitions_of(self._target, orjson.loads(self._array.read_bytes()))
-            self._decoded = dict(zip(self._ids, definitions, strict=True))
+            with self._array.open("rb") as source:  # by spans: a tools file that grew is not an array
+                self._decoded = {tool_id: orjson.loads(os.pread(source.fileno(), span.length, span.offset))
+                                 for tool_id, span in self._spans.items()}
         return self._decoded
 
     def __getitem__(self, tool_id: str) -> JsonObject:
@@ -212,41 +214,67 @@ def _write_tools_files(build: Build, results: Mapping[str, TargetResult],
 
 
 def _written_aside(ordered: Mapping[str, list[Lowered]]) -> list[str]:
-    """The targets a forked child writes: from the largest down, each that brings their bytes nearer half of all
+    """The targets a forked child writes: from the costliest down, each that brings their cost nearer half of all
     (never every target: this process would only wait)."""
-    sizes = {target: spooled_bytes(items) for target, items in ordered.items()}
-    total = sum(sizes.values())
-    if total < WRITE_ASIDE_MIN_BYTES:
+    if sum(spooled_bytes(items) for items in ordered.values()) < WRITE_ASIDE_MIN_BYTES:
         return []
+    costs = {target: _write_cost(target, items) for target, items in ordered.items()}
+    total = sum(costs.values())
     aside: list[str] = []
-    for target in sorted(sizes, key=lambda name: (-sizes[name], name)):
-        if 2 * (sum(sizes[name] for name in aside) + sizes[target]) <= total + sizes[target]:
+    for target in sorted(costs, key=lambda name: (-costs[name], name)):
+        if 2 * (sum(costs[name] for name in aside) + costs[target]) <= total + costs[target]:
             aside.append(target)
-    return aside if len(aside) < len(sizes) else aside[:-1]
+    return aside if len(aside) < len(costs) else aside[:-1]
+
+
+def _write_cost(target: str, items: list[Lowered]) -> int:
+    """Writing a target's tools file, in bytes weighed by what is done with each (CPU s per 100 MB, Microsoft
+    Graph: ~0.05 to check a cached definition where it lies, ~0.09 to copy a worker's, ~0.18 to copy, check and
+    hash one into a file of the output): a file in the output 3 per byte; one in the cache alone (`grown_file`) 1
+    per cached byte and 2 per worker's byte. A recompile of Graph writes its Claude file aside and checks the
+    other three here, where by bytes alone the child took Claude's and Gemini's and this process waited."""
+    if fits_one_request(target, len(items)):
+        return 3 * spooled_bytes(items)
+    return spooled_bytes(items) + spooled_bytes([item for item in items if isinstance(item, SpooledLowered)])
 
 
 def _write_each(build: Build, ordered: Mapping[str, list[Lowered]], priors: Mapping[str, PriorLowerings | None],
                 targets: list[str]) -> dict[str, _Written]:
     written = {}
     for target in targets:
-        prior = priors[target]
-        unchanged = prior.unchanged_file(ordered[target]) if prior is not None else None
-        if unchanged is not None:
-            path, measures, layout = unchanged
+        prior, spool = priors[target], build.files.spool_dir() / f"{target}.tools.json"
+        in_output = fits_one_request(target, len(ordered[target]))
+        reused = _reused_file(prior, ordered[target], in_output, spool)
+        if reused is not None:
+            path, measures, layout = reused
         else:
-            path = build.files.spool_dir() / f"{target}.tools.json"
-            measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]))
+            path = spool
+            measures, layout = write_array(path, target, ordered[target], placements(prior, ordered[target]),
+                                           hashed=in_output)
         if prior is not None:
             prior.save(ordered[target], path, layout, measures)
         digests = {tool_id: measure.digest for tool_id, measure in measures.items()}
-        written[target] = _Written(path, digests, layout, kept=unchanged is not None)
+        written[target] = _Written(path, digests, layout, kept=in_output and reused is not None)
     return written
+
+
+def _reused_file(prior: PriorLowerings | None, ordered: list[Lowered], in_output: bool,
+                 spool: Path) -> tuple[Path, dict[str, Measure], Layout] | None:
+    """The lowering cache's tools file, when this compile can use it: as it is, for a file that goes into the
+    output (the same bytes); grown, for one that does not (the fit stage reads it by spans only)."""
+    if prior is None:
+        return None
+    if in_output:
+        return prior.unchanged_file(ordered)
+    reused = prior.reused(ordered)
+    fresh = [item for item in ordered if item.tool.id not in reused]  # their sizes, as far as known unread
+    return prior.grown_file(ordered, placements(prior, ordered), spooled_bytes(fresh), spool)
 
 
 def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _Written) -> _Emitted:
     """What the rest of the compile needs of one target's lowering and its tools file."""
     summary = {"tools": len(result.lowered), "strict": sum(1 for item in result.lowered if item.strict),
-               "bytes": written.path.stat().st_size, "losses": len(result.diagnostics)}  # tokens: the fit stage adds
+               "bytes": array_bytes(written.layout), "losses": len(result.diagnostics)}  # tokens: the fit stage adds
     return _Emitted(result.target, str(written.path), written.layout, written.kept, result.name_map(), written.digests,
                     summary, [*resolver_found, *result.diagnostics])
 
@@ -265,10 +293,14 @@ def _emit(build: Build) -> dict[str, TargetOutput]:
     for target in build.targets:  # merged in target order, whatever ran where
         item = by_target[target]
         # The resolver reports a pruned recursion once per tool; workers that lowered apart would each report it.
+        # A lowering's diagnostics name their target, so only the resolver's (none) can repeat: only they are
+        # hashed (Microsoft Graph: 200,000 of the others).
         for diagnostic in item.diagnostics:
-            if diagnostic.provider or diagnostic not in seen:
+            if not diagnostic.provider:
+                if diagnostic in seen:
+                    continue
                 seen.add(diagnostic)
-                build.diagnostics.add(diagnostic)
+            build.diagnostics.add(diagnostic)
         array = Path(item.tools_path)
         fits = fits_one_request(target, len(item.layout.spans))
         if fits:
@@ -280,7 +312,7 @@ def _emit(build: Build) -> dict[str, TargetOutput]:
             else:
                 build.files.adopt(tools_file, array, item.layout.sha256)
         build.add_file(f"schemas/{target}.names.json", canonical_json(item.names))
-        outputs[target] = TargetOutput(target=target, tools=_Definitions(target, array, item.layout),
+        outputs[target] = TargetOutput(target=target, tools=_Definitions(array, item.layout),
                                        names=item.names, summary=item.summary, array=array,
                                        layout=item.layout, fits_one_request=fits, digests=item.digests)
     return outputs

@@ -76,23 +76,25 @@ class Placed(NamedTuple):
     measure: Measure
 
 
-def write_array(path: Path, target: str, ordered: Sequence[Lowered],
-                known: Mapping[str, Placed] | None = None) -> tuple[dict[str, Measure], Layout]:
+def write_array(path: Path, target: str, ordered: Sequence[Lowered], known: Mapping[str, Placed] | None = None,
+                *, hashed: bool = True) -> tuple[dict[str, Measure], Layout]:
     """Write `canonical_json(tools_array(target, definitions))` to `path` one definition at a time (a big API's
     array is hundreds of MB: never held as one `bytes`). Returns each definition's measure (its lock digest among
     them) by tool id, and the layout.
     `known`: definitions already placed and measured (by the lowering cache, or by the worker that lowered them:
-    copied, never encoded or counted again)."""
+    copied, never encoded or counted again). `hashed`: the file's sha256 is wanted (the file goes into the
+    output); without it (a file in the lowering cache alone, read by spans) the file is not hashed whole and the
+    layout has no sha256."""
     known = known or {}
     path.unlink(missing_ok=True)  # a new file, never one linked into the lowering cache rewritten in place
     if not ordered:
         path.write_bytes(empty(target))
-        return {}, Layout(target, {}, "sha256:" + hashlib.sha256(empty(target)).hexdigest())
+        return {}, Layout(target, {}, "sha256:" + hashlib.sha256(empty(target)).hexdigest() if hashed else "")
     shape = frame(target)
     measures: dict[str, Measure] = {}
     spans: dict[str, Span] = {}
     with path.open("wb") as handle:
-        out = _HashedWriter(handle)
+        out = _HashedWriter(handle, hashed=hashed)
         out.write(shape.head)
         for index, item in enumerate(ordered):
             placed = known.get(item.tool.id) or place(item, target)
@@ -102,20 +104,25 @@ def write_array(path: Path, target: str, ordered: Sequence[Lowered],
             spans[item.tool.id] = Span(out.offset, len(placed.content), placed.measure.tokens, placed.measure.inner)
             out.write(placed.content)
         out.write(shape.tail)
-    return measures, Layout(target, spans, "sha256:" + out.digest.hexdigest())
+    return measures, Layout(target, spans, out.sha256())
 
 
 class _HashedWriter:
     """A file written and hashed in one pass: the lowering cache and the project record take its sha256 from
-    here instead of reading hundreds of MB back."""
+    here instead of reading hundreds of MB back. Without `hashed`, only written."""
 
-    def __init__(self, out: BinaryIO) -> None:
-        self.out, self.digest, self.offset = out, hashlib.sha256(), 0
+    def __init__(self, out: BinaryIO, *, hashed: bool) -> None:
+        self.out, self.digest, self.offset = out, hashlib.sha256() if hashed else None, 0
 
     def write(self, content: bytes | memoryview) -> None:
-        self.digest.update(content)
+        if self.digest is not None:
+            self.digest.update(content)
         self.out.write(content)
         self.offset += len(content)
+
+    def sha256(self) -> str:
+        """`sha256:<hex>` of what was written, or empty when not hashed."""
+        return "" if self.digest is None else "sha256:" + self.digest.hexdigest()
 
 
 @cache
@@ -171,6 +178,15 @@ def array_chunks(layout: Layout, source: BinaryIO, tool_ids: Sequence[str]) -> I
         source.seek(span.offset)
         yield source.read(span.length)
     yield shape.tail
+
+
+def array_bytes(layout: Layout) -> int:
+    """The size of the tools array of every definition of `layout`, in its order (what `write_array` writes)."""
+    if not layout.spans:
+        return len(empty(layout.target))
+    shape = frame(layout.target)
+    return (len(shape.head) + sum(span.length for span in layout.spans.values())
+            + len(shape.sep) * (len(layout.spans) - 1) + len(shape.tail))
 
 
 def array_tokens(layout: Layout, tool_ids: Iterable[str]) -> int:

@@ -4,6 +4,7 @@ corrupted, damaged in one entry, or made before a change to one operation or one
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -169,23 +170,39 @@ def test_a_warm_compile_saves_nothing_and_the_blob_is_a_link_not_a_copy(spec: Pa
 
 def test_a_recompile_reads_only_the_definitions_it_reuses_never_a_tools_file_whole(
         spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The last compile's tools files (Microsoft Graph: 706 MB) are read by byte range as each reused definition is
-    copied, each range checked against the sha256 its index keeps: never read whole into memory."""
+    """The last compile's tools files (Microsoft Graph: 706 MB) are read a window at a time as the reused
+    definitions are copied, in file order, each definition checked against the sha256 its index keeps: never read
+    whole into memory, and each byte read once."""
     out = tmp_path / "out"
     compile_into(spec, out)
     reword_first_operation(spec)
     whole: list[str] = []
     real_read = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda path: whole.append(path.name) or real_read(path))
+    monkeypatch.setattr(lowering, "WINDOW", 65536)  # a few definitions to a window (Microsoft Graph's: dozens)
     ranges: list[int] = []
     real_pread = os.pread
-    monkeypatch.setattr(os, "pread", lambda fd, length, offset: ranges.append(length) or real_pread(fd, length, offset))
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        content = real_pread(fd, length, offset)
+        ranges.append(len(content))
+        return content
+
+    monkeypatch.setattr(os, "pread", pread)
     _build, recompiled = compile_into(spec, out)
     lowered_blobs = [name for name in whole if name.endswith(".blob") and ".lowered-" in name]
     assert not lowered_blobs, "no tools file of the cache is read whole"
     sizes = {target: blob_of(out, target).stat().st_size for target in TARGETS}
-    assert ranges and max(ranges) < min(sizes.values()) and sum(ranges) < sum(sizes.values())
+    assert ranges and max(ranges) < min(sizes.values()), "a window at a time"
+    assert sum(ranges) < 1.5 * sum(sizes.values()), "a byte is read about once (a window ends inside a definition)"
+    assert len(ranges) < len(recompiled_tools(out)) / 2, "a window serves the definitions after it"
     assert recompiled == clean(spec, tmp_path)
+
+
+def recompiled_tools(out: Path) -> list[str]:
+    """Every definition the cache of `out` records, over every target."""
+    return [key for target in TARGETS
+            for key in orjson.loads(store.cache_path(out, lowering.kind(target)).read_bytes())["payload"]]
 
 
 @pytest.mark.parametrize("aside", [False, True], ids=["here", "in the child writing aside"])
@@ -301,3 +318,82 @@ def test_a_changed_description_reuses_every_model_chunk_and_stays_identical(spec
     _build, clean_output = compile_into(spec, tmp_path / "clean" / "out", codegen=True)
     assert generated, "a compile from nothing generates its models"
     assert recompiled == clean_output
+
+
+def test_a_tools_file_over_a_request_grows_by_what_changed_and_gives_a_compile_from_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lowered: list[str]) -> None:
+    """A target whose tools do not fit one request writes no `schemas/<target>.json` of them (the discovery form
+    instead): its tools file is the cache's alone, never hashed whole, and a recompile appends to it the
+    definitions it lowered again instead of copying the rest (Microsoft Graph: three of four, 433 MB). Warm,
+    changed, changed again, altered, linked elsewhere or mostly dead, the output is byte for byte a compile from
+    nothing."""
+    spec = project_in(tmp_path, monkeypatch, synthetic_openapi(140))  # over OpenAI's 128 tools, under the others'
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    fits = {target: schemas.fits_one_request(target, 140) for target in TARGETS}
+    assert fits == {"openai-chat": False, "openai-responses": False, "anthropic": True, "gemini": True}
+    for target in TARGETS:
+        envelope = orjson.loads(store.cache_path(out, lowering.kind(target)).read_bytes())
+        assert bool(envelope["blob"]) == fits[target], target
+    hashed: list[str] = []
+    real_digest = lowering.stream_digest
+    monkeypatch.setattr(lowering, "stream_digest", lambda path: hashed.append(path.name) or real_digest(path))
+    blob = blob_of(out, "openai-chat")
+    inode, size = blob.stat().st_ino, blob.stat().st_size
+    lowered.clear()
+    _build, warm = compile_into(spec, out)
+    assert warm == cold and not lowered
+    assert (blob.stat().st_ino, blob.stat().st_size, blob.stat().st_nlink) == (inode, size, 1)
+    assert sorted(hashed) == sorted(blob_of(out, target).name for target in TARGETS if fits[target])
+    content = blob.read_bytes()
+    assert b"},\n  {" in content
+    with blob.open("r+b") as handle:  # a separator altered: never read (the fit stage reads by spans)
+        handle.write(content.replace(b"},\n  {", b"}, \n {", 1))
+    _build, again = compile_into(spec, out)
+    assert again == cold and not lowered
+
+    reword_first_operation(spec)
+    lowered.clear()
+    changed_build, changed = compile_into(spec, out)
+    assert len(set(lowered)) == 1, "the reworded operation alone"
+    clean_build, from_nothing = compile_into(spec, tmp_path / "clean" / "out")
+    assert changed == from_nothing
+    assert [d.to_row() for d in changed_build.diagnostics] == [d.to_row() for d in clean_build.diagnostics], \
+        "the same diagnostics, in the same order"
+    assert blob.stat().st_ino == inode and size < blob.stat().st_size < 2 * size, "grown, not written again"
+    document = json.loads(spec.read_text())
+    next(iter(next(iter(document["paths"].values())).values()))["description"] = "Reworded again."
+    spec.write_text(json.dumps(document))
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-2") and blob.stat().st_ino == inode
+
+    monkeypatch.setattr(lowering, "GROWN_LIMIT", 1)  # any dead byte is too many: written afresh, an array again
+    reword_first_operation(spec)
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-3") and blob.stat().st_ino != inode
+    assert json.loads(blob.read_bytes())  # an array again
+    monkeypatch.setattr(lowering, "GROWN_LIMIT", 2)
+
+    inode = blob.stat().st_ino
+    os.link(blob, tmp_path / "elsewhere.json")  # another name for it: never grown under it
+    document["paths"][next(iter(document["paths"]))][next(iter(next(iter(document["paths"].values()))))][
+        "description"] = "Reworded a third time."
+    spec.write_text(json.dumps(document))
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-4") and blob.stat().st_ino != inode
+    assert json.loads((tmp_path / "elsewhere.json").read_bytes()), "the other name's file is left as it was"
+
+    inode = blob.stat().st_ino
+    with monkeypatch.context() as patched:  # the spool on another file system than the cache: written
+        patched.setattr(os, "link", lambda *args: (_ for _ in ()).throw(OSError(errno.EXDEV, "cross-device")))
+        reword_first_operation(spec)
+        _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-5") and blob.stat().st_ino != inode
+
+    content = blob.read_bytes()
+    with blob.open("r+b") as handle:  # a definition altered: the compile notes it and lowers again
+        handle.write(content.replace(b'"description"', b'"descriptioN"', 1))
+    lowered.clear()
+    build, again = compile_into(spec, out)
+    assert again == clean(spec, tmp_path, "clean-6") and lowered
+    assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob)]

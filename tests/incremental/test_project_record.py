@@ -4,6 +4,7 @@ file, toolc itself) sends it back to the full check. A corrupted or foreign reco
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -150,3 +151,14 @@ def test_the_proof_reports_what_a_full_check_reports(compiled: Path, monkeypatch
     full = run("check", "--format", fmt)
     assert seen
     assert (proved.exit_code, proved.output) == (full.exit_code, full.output)
+
+
+def test_a_files_digest_is_its_bytes_sha256_read_in_pieces(tmp_path: Path) -> None:
+    """`stream_digest` hashes through one buffer (`hashlib.file_digest`): the same sha256 as the bytes whole,
+    over several of its pieces, for an empty file, and None for a file that cannot be read."""
+    content = bytes(range(256)) * 5000 + b"tail"  # ~1.3 MB: several of the buffer's 256 KB pieces
+    (tmp_path / "big").write_bytes(content)
+    (tmp_path / "empty").write_bytes(b"")
+    assert project.stream_digest(tmp_path / "big") == "sha256:" + hashlib.sha256(content).hexdigest()
+    assert project.stream_digest(tmp_path / "empty") == "sha256:" + hashlib.sha256(b"").hexdigest()
+    assert project.stream_digest(tmp_path / "missing") is None

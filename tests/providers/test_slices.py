@@ -8,7 +8,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -193,14 +193,35 @@ def test_tools_files_written_aside_give_the_same_bytes_and_a_cache_the_next_comp
     assert again == serial and lowered == []
 
 
-def test_the_child_writes_the_largest_targets_that_bring_it_nearest_half_of_the_bytes(
+def test_the_child_writes_the_costliest_targets_that_bring_it_nearest_half_of_the_work(
         monkeypatch: pytest.MonkeyPatch) -> None:
     megabytes = {"anthropic": 273, "openai-chat": 184, "openai-responses": 173, "gemini": 76}  # Microsoft Graph's
-    monkeypatch.setattr(schemas, "spooled_bytes", lambda items: items[0] << 20)
+    monkeypatch.setattr(schemas, "spooled_bytes", lambda items: sum(items) << 20)
+    monkeypatch.setattr(schemas, "_write_cost", lambda target, items: sum(items))
     ordered: Any = {target: [size] for target, size in megabytes.items()}
-    assert schemas._written_aside(ordered) == ["anthropic", "gemini"]  # 349 MB of 706
+    assert schemas._written_aside(ordered) == ["anthropic", "gemini"]  # 349 MB of 706, written alike
     assert schemas._written_aside({"anthropic": [273]}) == []  # this process would only wait
     assert schemas._written_aside({target: [1] for target in megabytes}) == []  # 4 MB: not worth a fork
+    # A recompile: Claude's file is in the output (copied, checked, hashed: 3 a byte), the others grow (1 a byte).
+    monkeypatch.setattr(schemas, "_write_cost", lambda target, items: sum(items) * (3 if target == "anthropic" else 1))
+    assert schemas._written_aside(ordered) == ["anthropic"]
+
+
+def test_a_tools_files_cost_weighs_its_bytes_by_what_writing_it_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the output: copied, checked and hashed (3 a byte); in the cache alone: a cached definition checked where
+    it lies (1), a worker's copied (2)."""
+    class Cached(NamedTuple):
+        length: int
+
+    class Spooled(Cached):
+        pass
+
+    monkeypatch.setattr(schemas, "spooled_bytes", lambda items: sum(item.length for item in items))
+    monkeypatch.setattr(schemas, "SpooledLowered", Spooled)
+    monkeypatch.setattr(schemas, "fits_one_request", lambda target, tools: target == "anthropic")
+    items: Any = [Spooled(100), Cached(1000)]
+    assert schemas._write_cost("anthropic", items) == 3 * 1100
+    assert schemas._write_cost("openai-chat", items) == 1100 + 100
 
 
 def test_a_spooled_definition_is_read_without_moving_the_file_offset_a_forked_child_shares(tmp_path: Path) -> None:
