@@ -10,6 +10,7 @@ all under `python/` in the output folder. Layout:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from compiler.build import Build, CodegenRecord
@@ -37,13 +38,14 @@ def emit_python(build: Build) -> CodegenRecord | None:
     if reused is not None:
         return reused
     before = len(build.diagnostics)
-    router, stubs = _generate(build)
-    generated = {**router.files, **stubs}
-    if generated:
-        generated["ruff.toml"] = RUFF_TOML
     formats = FormatReuse(build.out_dir, build.previous_output, build.diagnostics) if build.out_dir else None
     try:
-        formatted = format_python(generated, formats)
+        # Each module is formatted on its own (ruff's bytes for one file never depend on the others), so the
+        # stubs are formatted while the router is still being made.
+        router, stubs = _generate(build, partial(format_python, reuse=formats))
+        formatted = {**format_python(router.files, formats), **stubs}
+        if formatted:
+            formatted["ruff.toml"] = RUFF_TOML
     except FormatError as exc:
         build.diagnostics.report(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
         return None
@@ -60,26 +62,35 @@ def emit_python(build: Build) -> CodegenRecord | None:
                   {f"python/{path}": file.sha256 for path, file in router.spooled.items()})
 
 
-def _generate(build: Build) -> tuple[RouterFiles, dict[str, bytes]]:
-    """The router's files and the stubs', with the router's diagnostics before the stubs' wherever it ran; the
-    router's data files are left in the spool folder (`generate_router_spooled`)."""
+def _generate(build: Build, format_stubs: Callable[[dict[str, bytes]], dict[str, bytes]]) \
+        -> tuple[RouterFiles, dict[str, bytes]]:
+    """The router's files and the stubs' (formatted by `format_stubs`, in this process while the router's
+    child runs), with the router's diagnostics before the stubs' wherever it ran; the router's data files are
+    left in the spool folder (`generate_router_spooled`)."""
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
     from compiler.codegen.router.router_package import generate_router_spooled
-    from compiler.codegen.stubs.stub_packages import generate_stubs
+    from compiler.codegen.stubs.stub_names import StubNames
+    from compiler.codegen.stubs.stub_packages import generate_stubs, source_tools
 
     spool = build.files.spool_dir()  # made here, before any fork: a child's own would go when the child ends
+    # Named here, before any fork: the stubs and code mode (in the router's child) name functions alike.
+    names = StubNames(build.out_dir, build.diagnostics)
+    for tools in source_tools(build).values():
+        names.of(tool.name for tool in tools)
+    if build.out_dir is not None:
+        build.saved_with_output.append(names.save)
     if cores() < 2 or len(build.catalog.tools) < BACKGROUND_MIN_TOOLS or not can_fork():
-        router_files = generate_router_spooled(build, spool)
-        return router_files, generate_stubs(build)
+        router_files = generate_router_spooled(build, spool, names)
+        return router_files, format_stubs(generate_stubs(build, names))
 
     def router_with_diagnostics() -> tuple[RouterFiles, list[Diagnostic]]:
         mark = len(build.diagnostics)  # in the child: what it adds is handed back with its files
-        return generate_router_spooled(build, spool), build.diagnostics.items[mark:]
+        return generate_router_spooled(build, spool, names), build.diagnostics.items[mark:]
 
     router = Background(router_with_diagnostics, budget_mb=limits.worker_budget())
     mark = len(build.diagnostics)
     try:
-        stubs = generate_stubs(build)
+        stubs = format_stubs(generate_stubs(build, names))
     except BaseException:
         router.cancel()
         raise

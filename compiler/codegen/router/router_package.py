@@ -49,6 +49,7 @@ from compiler.codegen.router.tables import (
     tables_chunks,
     tool_rows,
 )
+from compiler.codegen.stubs.stub_names import StubNames
 from compiler.fit.forms import toolsets_of
 from compiler.incremental.ir_hash import tool_hashes
 from compiler.infra.collector import collector_paused
@@ -123,12 +124,12 @@ def generate_router(build: Build) -> dict[str, bytes]:
     return _router_files(build, None).files
 
 
-def generate_router_spooled(build: Build, spool: Path) -> RouterFiles:
+def generate_router_spooled(build: Build, spool: Path, names: StubNames | None = None) -> RouterFiles:
     """`generate_router`, but its data files are written to `spool` as they are made, never held: Microsoft
     Graph's are 234 MB, `_catalog.json` 168 MB of them, which encoded as one `bytes` took twice that (the
     encoder's buffer, then the result) in the process making the router, beside the compile's own memory. Each
     data file's pieces are reused from the output folder where they provably cannot differ (`router.reuse`)."""
-    return _router_files(build, spool)
+    return _router_files(build, spool, names)
 
 
 class _Output:
@@ -151,15 +152,15 @@ class _Output:
                                                                chunks_of(pieces))
 
 
-def _router_files(build: Build, spool: Path | None) -> RouterFiles:
+def _router_files(build: Build, spool: Path | None, names: StubNames | None = None) -> RouterFiles:
     # The collector paused: making the router allocates millions of small acyclic containers (rows, bundled
     # schemas, entries) whose allocation sets off collections that scan them over and over (Microsoft Graph's
     # changed compile: 1.9 -> 1.55 s of CPU); what the block leaves is collected once as it ends.
     with collector_paused(collect_after=True):
-        return _make_router_files(build, spool)
+        return _make_router_files(build, spool, names)
 
 
-def _make_router_files(build: Build, spool: Path | None) -> RouterFiles:
+def _make_router_files(build: Build, spool: Path | None, names: StubNames | None) -> RouterFiles:
     context = router_context(build)
     try:
         tables = render(TEMPLATE, **context)
@@ -185,7 +186,7 @@ def _make_router_files(build: Build, spool: Path | None) -> RouterFiles:
     out.pieced("_schemas.json", partial(schemas_chunks, build.catalog, routed, build.diagnostics, tool_hash=hashes))
     schemas = BundledInputs(build)
     out.pieced("_catalog.json", partial(discovery_catalog_chunks, build, routed, schemas, tool_hash=hashes))
-    out.pieced("_codemode.json", partial(codemode_chunks, build, routed, schemas, tool_hash=hashes))
+    out.pieced("_codemode.json", partial(codemode_chunks, build, routed, schemas, tool_hash=hashes, stub_names=names))
     del schemas
     out.data("_pins.json", [pins_file(routed, build.config, build.diagnostics)])
     if "serve" in parts:
