@@ -17,6 +17,7 @@ from compiler.build import Build, CodegenRecord
 from compiler.codegen.cache import fingerprint, record, reuse
 from compiler.codegen.format_reuse import FormatReuse
 from compiler.codegen.formatting import FORMAT_FAILED, RUFF_TOML, FormatError, format_python
+from compiler.codegen.piece_format import PiecedFiles, PieceFormats
 from compiler.codegen.router import reuse as router_reuse
 from compiler.codegen.router.reuse import RouterFiles
 from compiler.infra import limits
@@ -39,10 +40,11 @@ def emit_python(build: Build) -> CodegenRecord | None:
         return reused
     before = len(build.diagnostics)
     formats = FormatReuse(build.out_dir, build.previous_output, build.diagnostics) if build.out_dir else None
+    pieces = PieceFormats(build.out_dir, build.previous_output, build.diagnostics)
     try:
         # Each module is formatted on its own (ruff's bytes for one file never depend on the others), so the
         # stubs are formatted while the router is still being made.
-        router, stubs = _generate(build, partial(format_python, reuse=formats))
+        router, stubs = _generate(build, partial(_format_stubs, formats, pieces))
         formatted = {**format_python(router.files, formats), **stubs}
         if formatted:
             formatted["ruff.toml"] = RUFF_TOML
@@ -50,7 +52,7 @@ def emit_python(build: Build) -> CodegenRecord | None:
         build.diagnostics.report(FORMAT_FAILED, f"generated code not emitted: ruff format failed: {exc}", source="python/")
         return None
     if formats is not None:
-        build.saved_with_output.append(formats.save)
+        build.saved_with_output.extend([formats.save, pieces.save])
     if build.out_dir is not None and router.cache is not None:
         build.saved_with_output.append(partial(router_reuse.save, build.out_dir, router.cache))
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
@@ -62,7 +64,13 @@ def emit_python(build: Build) -> CodegenRecord | None:
                   {f"python/{path}": file.sha256 for path, file in router.spooled.items()})
 
 
-def _generate(build: Build, format_stubs: Callable[[dict[str, bytes]], dict[str, bytes]]) \
+def _format_stubs(formats: FormatReuse | None, pieces: PieceFormats, stubs: PiecedFiles) -> dict[str, bytes]:
+    """The stubs' files formatted: modules of pieces of functions piece by piece (`piece_format`), the rest whole."""
+    whole = {path: content for path, content in stubs.files.items() if path not in stubs.pieced}
+    return {**format_python(whole, formats), **pieces.format(stubs.pieced)}
+
+
+def _generate(build: Build, format_stubs: Callable[[PiecedFiles], dict[str, bytes]]) \
         -> tuple[RouterFiles, dict[str, bytes]]:
     """The router's files and the stubs' (formatted by `format_stubs`, in this process while the router's
     child runs), with the router's diagnostics before the stubs' wherever it ran; the router's data files are
@@ -70,7 +78,7 @@ def _generate(build: Build, format_stubs: Callable[[dict[str, bytes]], dict[str,
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
     from compiler.codegen.router.router_package import generate_router_spooled
     from compiler.codegen.stubs.stub_names import StubNames
-    from compiler.codegen.stubs.stub_packages import generate_stubs, source_tools
+    from compiler.codegen.stubs.stub_packages import source_tools, stub_files
 
     spool = build.files.spool_dir()  # made here, before any fork: a child's own would go when the child ends
     # Named here, before any fork: the stubs and code mode (in the router's child) name functions alike.
@@ -81,7 +89,7 @@ def _generate(build: Build, format_stubs: Callable[[dict[str, bytes]], dict[str,
         build.saved_with_output.append(names.save)
     if cores() < 2 or len(build.catalog.tools) < BACKGROUND_MIN_TOOLS or not can_fork():
         router_files = generate_router_spooled(build, spool, names)
-        return router_files, format_stubs(generate_stubs(build, names))
+        return router_files, format_stubs(stub_files(build, names))
 
     def router_with_diagnostics() -> tuple[RouterFiles, list[Diagnostic]]:
         mark = len(build.diagnostics)  # in the child: what it adds is handed back with its files
@@ -90,7 +98,7 @@ def _generate(build: Build, format_stubs: Callable[[dict[str, bytes]], dict[str,
     router = Background(router_with_diagnostics, budget_mb=limits.worker_budget())
     mark = len(build.diagnostics)
     try:
-        stubs = format_stubs(generate_stubs(build, names))
+        stubs = format_stubs(stub_files(build, names))
     except BaseException:
         router.cancel()
         raise

@@ -53,8 +53,9 @@ class Stub:
 
 @dataclass(frozen=True)
 class Functions:
-    text: str
-    """Every function, each preceded by the two blank lines that separate top-level definitions."""
+    pieces: tuple[str, ...]
+    """Every function, each preceded by the two blank lines that separate top-level definitions, `PIECE` at a
+    time (`piece_format` formats them so)."""
     imports: Imports
     """What their annotations need (`from typing import Any as _Any`, …), for the module's TYPE_CHECKING block."""
     uses_tool_result: bool
@@ -98,7 +99,7 @@ def functions(stubs: Sequence[Stub], models: GeneratedModels, *, filename: str, 
     imports = Imports()
     for piece in pieces:
         imports.needed.update(piece[1])
-    return Functions("".join(piece[0] for piece in pieces), imports, any(piece[2] for piece in pieces))
+    return Functions(tuple(piece[0] for piece in pieces), imports, any(piece[2] for piece in pieces))
 
 
 def _render(job: _Job, starts: Sequence[int]) -> list[Piece]:

@@ -48,6 +48,7 @@ from typing import Any
 
 from compiler.build import Build
 from compiler.codegen.env import render
+from compiler.codegen.piece_format import Pieced, PiecedFiles
 from compiler.codegen.stubs.bundling import SharedDefinitions
 from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
 from compiler.codegen.stubs.identifiers import snake_name, unique_names
@@ -124,6 +125,11 @@ def source_tools(build: Build) -> dict[str, list[Tool]]:
 
 def generate_stubs(build: Build, names: StubNames | None = None) -> dict[str, bytes]:
     """`names`: this compile's stub names (`stub_names`; made here when not given)."""
+    return stub_files(build, names).files
+
+
+def stub_files(build: Build, names: StubNames | None = None) -> PiecedFiles:
+    """Every source package's files, and which modules are pieces of functions (`generate_stubs`)."""
     packages = package_names(build.catalog.sources)
     for source in build.catalog.sources:
         plain = snake_name(source.id, fallback="source", prefix="s")
@@ -138,13 +144,16 @@ def generate_stubs(build: Build, names: StubNames | None = None) -> dict[str, by
     reuse = StubReuse(build.out_dir, build.diagnostics) if build.out_dir is not None else None
     names = names if names is not None else StubNames(None, build.diagnostics)
     tools = source_tools(build)
+    pieced: dict[str, Pieced] = {}
     for source in build.catalog.sources:
-        files.update(SourcePackage(build, source, tools[source.id], packages[source.id], cache, reuse, names).generate())
+        package = SourcePackage(build, source, tools[source.id], packages[source.id], cache, reuse, names)
+        files.update(package.generate())
+        pieced.update(package.pieced)
     if cache is not None:
         cache.save()
     if reuse is not None:
         reuse.save()
-    return files
+    return PiecedFiles(files, pieced)
 
 
 def input_digest(source: Source, tools: list[Tool], encoded: EncodedSource | None = None) -> str:
@@ -178,6 +187,8 @@ class SourcePackage:
                  names: StubNames | None = None) -> None:
         self.build = build
         self.names = names if names is not None else StubNames(None, build.diagnostics)
+        self.pieced: dict[str, Pieced] = {}
+        """Path → the module as its head and pieces of functions, for `piece_format` (set by `generate`)."""
         self.cache = cache
         self.reuse = reuse
         self.source = source
@@ -188,10 +199,12 @@ class SourcePackage:
         self.location = source.location or source.id
 
     def generate(self) -> dict[str, bytes]:
+        """The package's files; `pieced` is then its tools.py as head and pieces, unless it holds kept edits."""
         stubs = self.stubs()
         models, digest = self._models(stubs)
         try:
-            generated = self._tools_module(stubs, models, digest)  # checked as it is made, piece by piece
+            pieces = self._tools_module(stubs, models, digest)  # checked as it is made, piece by piece
+            generated = "".join(pieces)
             files = {"tools.py": generated}
             orphans = self._carry_over(files)
             if orphans is None:
@@ -204,6 +217,8 @@ class SourcePackage:
             self.build.diagnostics.report(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}",
                                           source=self.location)
             return {}
+        if files["tools.py"] is generated:  # no `# toolc: keep` edit carried over
+            self.pieced[f"{self.package}/tools.py"] = pieces
         files.update(models.files or {"models.py": self._empty_models()})  # checked in _models()
         # Every file ends with exactly one newline, whatever the generator or a carried-over edit left.
         out = {f"{self.package}/{name}": code.rstrip("\n").encode() + b"\n" for name, code in sorted(files.items())}
@@ -325,9 +340,9 @@ class SourcePackage:
     def _empty_models(self) -> str:
         return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
 
-    def _tools_module(self, stubs: list[Stub], models: GeneratedModels, digest: str) -> str:
-        """tools.py, checked as it is made: its head (docstring, imports) here, its functions piece by piece
-        (`stub_functions`). The template ends with the functions, so the module is the head followed by them.
+    def _tools_module(self, stubs: list[Stub], models: GeneratedModels, digest: str) -> list[str]:
+        """tools.py as its head (docstring, imports) and its pieces of functions (`stub_functions`), checked as
+        they are made. The template ends with the functions, so the module is the head followed by them.
         `digest`: the models' `models_digest`."""
         filename = f"{self.package}/tools.py"
         pieces = None
@@ -338,7 +353,7 @@ class SourcePackage:
         head = render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
                       typing_imports=made.imports.lines(), uses_tool_result=made.uses_tool_result, functions="")
         check_module(head, filename=f"{self.package}/tools.py (docstring and imports)", allow_calls=_ALLOWED_CALLS)
-        return head + made.text
+        return [head, *made.pieces]
 
     def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
         """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.stubs.keep`).
