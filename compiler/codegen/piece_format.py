@@ -70,7 +70,7 @@ class PieceFormats:
         for path, pieces in modules.items():
             formatted = [piece if piece is not None else made[f"{index:06d}/{path}"]
                          for index, piece in enumerate(found[path])]
-            out[path] = _JOIN.join(formatted)
+            out[path] = _JOIN.join(formatted).rstrip(b"\n") + b"\n"  # one final newline, as every module has
             self._record(path, pieces, formatted)
         return out
 

@@ -22,12 +22,14 @@ from compiler.codegen.router import reuse as router_reuse
 from compiler.codegen.router.reuse import RouterFiles
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.parallel import Background, can_fork, cores
+from compiler.infra.parallel import Background, Once, can_fork, cores
 
 BACKGROUND_MIN_TOOLS = 1000
 """From this many tools the router is generated in a forked child while this process makes the stubs: both are
 one core's work (Microsoft Graph: 3 s and 13 s), so on two cores the router's time is saved. Below it, the fork
-costs more than it saves. The output is the same either way (the tests compare both)."""
+costs more than it saves. The output is the same either way (the tests compare both). The child makes the
+router's `_catalog.json` last, and this process makes it instead when it is done with the stubs first (after a
+small change the stubs are mostly reused and the router is the longer of the two)."""
 
 
 def emit_python(build: Build) -> CodegenRecord | None:
@@ -76,7 +78,7 @@ def _generate(build: Build, format_stubs: Callable[[PiecedFiles], dict[str, byte
     child runs), with the router's diagnostics before the stubs' wherever it ran; the router's data files are
     left in the spool folder (`generate_router_spooled`)."""
     # Imported here: libcst and datamodel-code-generator cost ~0.5 s to import, paid only when code is made.
-    from compiler.codegen.router.router_package import generate_router_spooled
+    from compiler.codegen.router.router_package import generate_router_spooled, spooled_catalog, with_catalog
     from compiler.codegen.stubs.stub_names import StubNames
     from compiler.codegen.stubs.stub_packages import source_tools, stub_files
 
@@ -91,18 +93,23 @@ def _generate(build: Build, format_stubs: Callable[[PiecedFiles], dict[str, byte
         router_files = generate_router_spooled(build, spool, names)
         return router_files, format_stubs(stub_files(build, names))
 
+    catalog = Once()  # `_catalog.json`, made last by the child unless this process is done first and takes it
+
     def router_with_diagnostics() -> tuple[RouterFiles, list[Diagnostic]]:
         mark = len(build.diagnostics)  # in the child: what it adds is handed back with its files
-        return generate_router_spooled(build, spool, names), build.diagnostics.items[mark:]
+        return generate_router_spooled(build, spool, names, catalog), build.diagnostics.items[mark:]
 
     router = Background(router_with_diagnostics, budget_mb=limits.worker_budget())
     mark = len(build.diagnostics)
     try:
         stubs = format_stubs(stub_files(build, names))
+        catalog_here = spooled_catalog(build, spool) if catalog.take() else None
     except BaseException:
         router.cancel()
         raise
     router_files, router_diagnostics = router.result()
+    if catalog_here is not None:
+        router_files = with_catalog(router_files, catalog_here)
     stubs_diagnostics = build.diagnostics.items[mark:]
     del build.diagnostics.items[mark:]
     build.diagnostics.extend([*router_diagnostics, *stubs_diagnostics])
