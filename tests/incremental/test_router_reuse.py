@@ -13,16 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import orjson
 import pytest
 
 from compiler.codegen import python
-from compiler.codegen.router import reuse
+from compiler.codegen.router import reuse, router_package
 from compiler.codegen.router.reuse import KIND, FilePieces
 from compiler.incremental import store
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.parallel import Once, can_fork
-from tests.incremental.test_lowering_cache import compile_into
+from compiler.pipeline import adhoc_inputs, compile_project
+from tests.incremental.test_lowering_cache import TARGETS, compile_into, config
 from tests.support.synthetic import project_in, synthetic_openapi
 
 BAD_PATTERN = "(unclosed"
@@ -192,6 +194,25 @@ def test_the_catalog_is_made_by_whichever_process_takes_it(spec: Path, tmp_path:
     assert len(made) == (1 if taker == "parent" else 0), "the reworded tool's piece, the others reused"
     clean, clean_diagnostics = _clean(spec, tmp_path)
     assert recompiled == clean and _diagnostics(build) == clean_diagnostics
+
+
+@pytest.mark.skipif(not can_fork(), reason="the router is made in a forked child only where fork exists")
+def test_a_router_that_failed_gets_no_catalog_made_beside_it(spec: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """TC636 (its `_tables.py` did not render): no router file at all, though this process took the catalog."""
+    monkeypatch.setattr(python, "BACKGROUND_MIN_TOOLS", 1)
+    monkeypatch.setattr(python, "cores", lambda: 2)
+    monkeypatch.setattr(python, "Once", lambda: _TakenBy("parent"))
+
+    def failing(template: str, **context: Any) -> str:
+        raise jinja2.TemplateError("broken on purpose")
+
+    monkeypatch.setattr(router_package, "render", failing)
+    build = compile_project(config(codegen=True), adhoc_inputs([spec], spec.parent), targets=TARGETS,
+                            out_dir=tmp_path / "out")
+    assert [d.code for d in build.diagnostics if d.code == router_package.RENDER_FAILED]
+    assert not [path for path in build.files if path.startswith("python/toolc_router/")]
+    build.files.release_spool()
 
 
 def _cached(out: Path) -> dict[str, Any]:

@@ -222,7 +222,10 @@ def spooled_catalog(build: Build, spool: Path) -> RouterFiles:
 
 
 def with_catalog(router: RouterFiles, catalog: RouterFiles) -> RouterFiles:
-    """The router's files with `_catalog.json` made apart (`spooled_catalog`), its pieces kept with the others'."""
+    """The router's files with `_catalog.json` made apart (`spooled_catalog`), its pieces kept with the others';
+    none when the router was not made (its `_tables.py` failed to render: TC636)."""
+    if not router.files:
+        return router
     cache = router.cache
     if cache is not None and catalog.cache is not None:
         cache = store.Entry(cache.key, {**cache.payload, **catalog.cache.payload}, cache.blob)
