@@ -194,8 +194,10 @@ class SourcePackage:
         self.source = source
         self.tools = tools
         self.package = package
-        self.encoded = EncodedSource(source, tools)
-        self.digest = input_digest(source, tools, self.encoded)
+        encoded = EncodedSource(source, tools)
+        self.digest = input_digest(source, tools, encoded)
+        self._encoded = encoded if reuse is not None else None
+        """For the models' key (`_models`), then dropped: not held while the models are generated."""
         self.location = source.location or source.id
 
     def generate(self) -> dict[str, bytes]:
@@ -292,7 +294,10 @@ class SourcePackage:
                   f"# from input sha256:{self.digest}.")
         if self.reuse is None:
             return self._generate_models(stubs, header), ""
-        key = models_key(self.source, self.package, self.location, stubs, _settings(self.build), self.encoded)
+        encoded, self._encoded = self._encoded, None
+        assert encoded is not None, "the models are made once"
+        key = models_key(self.source, self.package, self.location, stubs, _settings(self.build), encoded)
+        del encoded
         found = self.reuse.models(key, header)
         if found is not None:
             self.build.diagnostics.extend(found.diagnostics)
