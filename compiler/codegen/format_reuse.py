@@ -38,8 +38,24 @@ def _sha256(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-def _key(content: bytes) -> str:
+def digest_key(content: bytes) -> str:
+    """The key of `content`'s formatting: its sha256 with every digest it quotes zeroed."""
     return _sha256(_DIGEST.sub(_ZEROS, content))
+
+
+def with_digests(formatted: bytes, content: bytes) -> bytes | None:
+    """`formatted` (a module formatted from text keyed as `content` is) with `content`'s digests in place of its
+    own, in order; None when they are not as many."""
+    pieces = _DIGEST.split(formatted)
+    digests = _DIGEST.findall(content)
+    if len(pieces) != len(digests) + 1:
+        return None
+    return b"".join(piece + digest for piece, digest in zip(pieces, [*digests, b""], strict=True))
+
+
+def same_digests(formatted: bytes, content: bytes) -> bool:
+    """Whether `formatted` quotes `content`'s digests in the same order (else none can be put back safely)."""
+    return _DIGEST.findall(formatted) == _DIGEST.findall(content)
 
 
 class FormatReuse:
@@ -55,7 +71,7 @@ class FormatReuse:
     def get(self, path: str, content: bytes) -> bytes | None:
         """The formatted `content` of `path` (under `python/`), or None when it has to be formatted."""
         item = self._previous.get(path)
-        if not (isinstance(item, list) and len(item) == 2 and item[0] == _key(content)):
+        if not (isinstance(item, list) and len(item) == 2 and item[0] == digest_key(content)):
             return None
         try:
             formatted = self._folder[f"python/{path}"]
@@ -63,17 +79,15 @@ class FormatReuse:
             return None
         if _sha256(formatted) != item[1]:
             return None  # edited since (or another compile's): formatted again
-        pieces = _DIGEST.split(formatted)
-        digests = _DIGEST.findall(content)
-        if len(pieces) != len(digests) + 1:
+        made = with_digests(formatted, content)
+        if made is None:
             return None
-        made = b"".join(piece + digest for piece, digest in zip(pieces, [*digests, b""], strict=True))
         self._now[path] = [item[0], _sha256(made)]
         return made
 
     def put(self, path: str, content: bytes, formatted: bytes) -> None:
-        if _DIGEST.findall(formatted) == _DIGEST.findall(content):
-            self._now[path] = [_key(content), _sha256(formatted)]
+        if same_digests(formatted, content):
+            self._now[path] = [digest_key(content), _sha256(formatted)]
 
     def save(self) -> None:
         store.save(self._out_dir, KIND, store.Entry(_VERSION, self._now))

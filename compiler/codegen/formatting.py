@@ -52,7 +52,7 @@ def format_python(files: Mapping[str, bytes], reuse: FormatReuse | None = None) 
             if found is not None:
                 formatted[path] = found
     missing = {path: content for path, content in sources.items() if path not in formatted}
-    made = _run_ruff(missing) if missing else {}
+    made = run_ruff(missing) if missing else {}
     if reuse is not None:
         for path, content in missing.items():
             reuse.put(path, content, made[path])
@@ -60,7 +60,8 @@ def format_python(files: Mapping[str, bytes], reuse: FormatReuse | None = None) 
     return {path: formatted.get(path, content) for path, content in files.items()}
 
 
-def _run_ruff(sources: Mapping[str, bytes]) -> dict[str, bytes]:
+def run_ruff(sources: Mapping[str, bytes]) -> dict[str, bytes]:
+    """`sources` (relative path → module) formatted, in one ruff run over a scratch copy."""
     with tempfile.TemporaryDirectory(prefix="toolc-format-") as scratch:
         root = Path(scratch)
         for path, content in sources.items():

@@ -137,6 +137,21 @@ WRITE_ASIDE_MIN_BYTES = 64 << 20
 tools files, `fit.aside`'s toolset files) costs more than it saves."""
 
 
+class Once:
+    """A task that this process or a forked child may do, done by whichever asks for it first (`take`): the
+    other goes on without it. Made before forking (the flag is shared memory)."""
+
+    def __init__(self) -> None:
+        self._taken = multiprocessing.get_context("fork").Value("b", 0)
+
+    def take(self) -> bool:
+        with self._taken.get_lock():
+            if self._taken.value:
+                return False
+            self._taken.value = 1
+            return True
+
+
 class Claims:
     """Indexes `0..count-1` handed out in runs to forked workers, each taking the next run when it is free
     (`runs()`): the workers end together however the work is spread, where slices dealt out beforehand end when

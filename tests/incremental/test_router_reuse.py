@@ -8,20 +8,23 @@ corrupted file, ranges that no longer match, an output folder edited since)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import orjson
 import pytest
 
 from compiler.codegen import python
-from compiler.codegen.router import reuse
+from compiler.codegen.router import reuse, router_package
 from compiler.codegen.router.reuse import KIND, FilePieces
 from compiler.incremental import store
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
-from compiler.infra.parallel import can_fork
-from tests.incremental.test_lowering_cache import compile_into
+from compiler.infra.parallel import Once, can_fork
+from compiler.pipeline import adhoc_inputs, compile_project
+from tests.incremental.test_lowering_cache import TARGETS, compile_into, config
 from tests.support.synthetic import project_in, synthetic_openapi
 
 BAD_PATTERN = "(unclosed"
@@ -160,6 +163,56 @@ def test_the_router_made_in_a_child_hands_its_pieces_back(spec: Path, tmp_path: 
     build, recompiled = compile_into(spec, out, codegen=True)
     clean, clean_diagnostics = _clean(spec, tmp_path)
     assert recompiled == clean and _diagnostics(build) == clean_diagnostics
+
+
+class _TakenBy(Once):
+    """A `Once` only `taker` can take (`parent`, the process making the stubs, or `child`, the router's): which
+    of the two makes `_catalog.json`, decided rather than raced."""
+
+    def __init__(self, taker: str) -> None:
+        super().__init__()
+        self._parent, self._taker = os.getpid(), taker
+
+    def take(self) -> bool:
+        return ("parent" if os.getpid() == self._parent else "child") == self._taker and super().take()
+
+
+@pytest.mark.skipif(not can_fork(), reason="the router is made in a forked child only where fork exists")
+@pytest.mark.parametrize("taker", ["parent", "child"])
+def test_the_catalog_is_made_by_whichever_process_takes_it(spec: Path, tmp_path: Path, made: list[str],
+                                                           monkeypatch: pytest.MonkeyPatch, taker: str) -> None:
+    monkeypatch.setattr(python, "BACKGROUND_MIN_TOOLS", 1)
+    monkeypatch.setattr(python, "cores", lambda: 2)
+    monkeypatch.setattr(python, "Once", lambda: _TakenBy(taker))
+    out = tmp_path / "out"
+    build, _cold = compile_into(spec, out, codegen=True)
+    assert len(made) == (len(build.catalog.tools) if taker == "parent" else 0), "made here only when taken here"
+    assert "_catalog.json" in _cached(out)["payload"], "its pieces kept, whichever process made them"
+    _edit(spec, _reword)
+    made.clear()
+    build, recompiled = compile_into(spec, out, codegen=True)
+    assert len(made) == (1 if taker == "parent" else 0), "the reworded tool's piece, the others reused"
+    clean, clean_diagnostics = _clean(spec, tmp_path)
+    assert recompiled == clean and _diagnostics(build) == clean_diagnostics
+
+
+@pytest.mark.skipif(not can_fork(), reason="the router is made in a forked child only where fork exists")
+def test_a_router_that_failed_gets_no_catalog_made_beside_it(spec: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """TC636 (its `_tables.py` did not render): no router file at all, though this process took the catalog."""
+    monkeypatch.setattr(python, "BACKGROUND_MIN_TOOLS", 1)
+    monkeypatch.setattr(python, "cores", lambda: 2)
+    monkeypatch.setattr(python, "Once", lambda: _TakenBy("parent"))
+
+    def failing(template: str, **context: Any) -> str:
+        raise jinja2.TemplateError("broken on purpose")
+
+    monkeypatch.setattr(router_package, "render", failing)
+    build = compile_project(config(codegen=True), adhoc_inputs([spec], spec.parent), targets=TARGETS,
+                            out_dir=tmp_path / "out")
+    assert [d.code for d in build.diagnostics if d.code == router_package.RENDER_FAILED]
+    assert not [path for path in build.files if path.startswith("python/toolc_router/")]
+    build.files.release_spool()
 
 
 def _cached(out: Path) -> dict[str, Any]:

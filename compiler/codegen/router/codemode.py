@@ -24,6 +24,7 @@ import orjson
 from compiler.build import Build
 from compiler.codegen.router.reuse import FilePieces, piece_key
 from compiler.codegen.stubs.identifiers import snake_name, unique_names
+from compiler.codegen.stubs.stub_names import StubNames
 from compiler.codegen.stubs.stub_packages import function_names, package_names
 from compiler.fit.codemode import definitions
 from compiler.infra.serialize import compact_json
@@ -150,16 +151,16 @@ class Bundled(Protocol):
 
 
 def codemode_chunks(build: Build, routed: list[Tool], schemas: Bundled, pieces: FilePieces, *,
-                    tool_hash: Callable[[Tool], str]) -> Iterator[bytes]:
+                    tool_hash: Callable[[Tool], str], stub_names: StubNames | None = None) -> Iterator[bytes]:
     """`_codemode.json`: module → function → entry, for every routed tool: the bytes of `compact_json` of that
     object + a newline, one function a piece (`router.reuse`), keyed by its tool's IR hash and its name (which
-    depends on its source's other tools: computed here every time)."""
+    depends on its source's other tools: looked up in `stub_names`, this compile's stub names, every time)."""
     packages = package_names(build.catalog.sources)
-    modules: dict[str, tuple[Source, list[Tool], dict[str, str]]] = {}
+    modules: dict[str, tuple[Source, list[Tool], Mapping[str, str]]] = {}
     for source in build.catalog.sources:
         tools = [tool for tool in routed if tool.source == source.id]
         if tools:
-            modules[packages[source.id]] = (source, tools, function_names(tools))
+            modules[packages[source.id]] = (source, tools, function_names(tools, stub_names))
     yield pieces.frame(b'{"format":1,"modules":{')
     for position, (module, (source, tools, names)) in enumerate(sorted(modules.items())):
         yield pieces.frame((b"," if position else b"") + orjson.dumps(module) + b":{")

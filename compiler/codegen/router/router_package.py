@@ -49,11 +49,14 @@ from compiler.codegen.router.tables import (
     tables_chunks,
     tool_rows,
 )
+from compiler.codegen.stubs.stub_names import StubNames
 from compiler.fit.forms import toolsets_of
+from compiler.incremental import store
 from compiler.incremental.ir_hash import tool_hashes
 from compiler.infra.collector import collector_paused
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.output import SpooledFile, spool_file
+from compiler.infra.parallel import Once
 from compiler.infra.serialize import compact_json
 from compiler.ir import HttpBinding, McpBinding, Tool
 from compiler.refs import RefResolver
@@ -123,12 +126,13 @@ def generate_router(build: Build) -> dict[str, bytes]:
     return _router_files(build, None).files
 
 
-def generate_router_spooled(build: Build, spool: Path) -> RouterFiles:
+def generate_router_spooled(build: Build, spool: Path, names: StubNames | None = None,
+                            catalog: Once | None = None) -> RouterFiles:
     """`generate_router`, but its data files are written to `spool` as they are made, never held: Microsoft
     Graph's are 234 MB, `_catalog.json` 168 MB of them, which encoded as one `bytes` took twice that (the
     encoder's buffer, then the result) in the process making the router, beside the compile's own memory. Each
     data file's pieces are reused from the output folder where they provably cannot differ (`router.reuse`)."""
-    return _router_files(build, spool)
+    return _router_files(build, spool, names, catalog)
 
 
 class _Output:
@@ -151,15 +155,16 @@ class _Output:
                                                                chunks_of(pieces))
 
 
-def _router_files(build: Build, spool: Path | None) -> RouterFiles:
+def _router_files(build: Build, spool: Path | None, names: StubNames | None = None,
+                  catalog: Once | None = None) -> RouterFiles:
     # The collector paused: making the router allocates millions of small acyclic containers (rows, bundled
     # schemas, entries) whose allocation sets off collections that scan them over and over (Microsoft Graph's
     # changed compile: 1.9 -> 1.55 s of CPU); what the block leaves is collected once as it ends.
     with collector_paused(collect_after=True):
-        return _make_router_files(build, spool)
+        return _make_router_files(build, spool, names, catalog)
 
 
-def _make_router_files(build: Build, spool: Path | None) -> RouterFiles:
+def _make_router_files(build: Build, spool: Path | None, names: StubNames | None, catalog: Once | None) -> RouterFiles:
     context = router_context(build)
     try:
         tables = render(TEMPLATE, **context)
@@ -184,18 +189,47 @@ def _make_router_files(build: Build, spool: Path | None) -> RouterFiles:
     routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
     out.pieced("_schemas.json", partial(schemas_chunks, build.catalog, routed, build.diagnostics, tool_hash=hashes))
     schemas = BundledInputs(build)
-    out.pieced("_catalog.json", partial(discovery_catalog_chunks, build, routed, schemas, tool_hash=hashes))
-    out.pieced("_codemode.json", partial(codemode_chunks, build, routed, schemas, tool_hash=hashes))
-    del schemas
+    out.pieced("_codemode.json", partial(codemode_chunks, build, routed, schemas, tool_hash=hashes, stub_names=names))
     out.data("_pins.json", [pins_file(routed, build.config, build.diagnostics)])
     if "serve" in parts:
         served = mcp_names(sorted(routed, key=lambda tool: tool.id), build.config.names)
         out.pieced("_serve.json", partial(serve_chunks, build.catalog, routed, served, tool_hash=hashes))
         report_ambiguous_names(build, served, maps)
+    if catalog is None or catalog.take():  # last: the process that made the stubs may be done first and take it
+        out.pieced("_catalog.json", partial(discovery_catalog_chunks, build, routed, schemas, tool_hash=hashes))
+    del schemas
     left_out = {f"{PACKAGE}/{name}" for name in left_out_files(parts)}
     return RouterFiles({path: content for path, content in out.files.items() if path not in left_out},
                        {path: file for path, file in out.spooled.items() if path not in left_out},
                        reuse.entry())
+
+
+def spooled_catalog(build: Build, spool: Path) -> RouterFiles:
+    """`_catalog.json` alone (as `generate_router_spooled` makes it, its pieces reused alike), for the process
+    that made the stubs and took it (`Once`) before the router's child came to it: the child has the most
+    work of the two after a small change (Microsoft Graph: a third of the router's is this file's). The child
+    reports what is wrong with the pieces' cache; nothing is reported here (making the catalog reports nothing)."""
+    with collector_paused(collect_after=True):
+        folder = build.out_dir / "python" / PACKAGE if build.out_dir is not None else None
+        reuse = RouterReuse(build.out_dir, folder, Diagnostics())
+        out = _Output(spool, {}, reuse)
+        routed = [tool for tool in build.catalog.tools if isinstance(tool.binding, McpBinding | HttpBinding)]
+        out.pieced("_catalog.json", partial(discovery_catalog_chunks, build, routed, BundledInputs(build),
+                                            tool_hash=_tool_hashes(build, reuse.keeps)))
+        left_out = {f"{PACKAGE}/{name}" for name in left_out_files(included_parts(build.config))}
+        return RouterFiles({}, {path: file for path, file in out.spooled.items() if path not in left_out},
+                           reuse.entry())
+
+
+def with_catalog(router: RouterFiles, catalog: RouterFiles) -> RouterFiles:
+    """The router's files with `_catalog.json` made apart (`spooled_catalog`), its pieces kept with the others';
+    none when the router was not made (its `_tables.py` failed to render: TC636)."""
+    if not router.files:
+        return router
+    cache = router.cache
+    if cache is not None and catalog.cache is not None:
+        cache = store.Entry(cache.key, {**cache.payload, **catalog.cache.payload}, cache.blob)
+    return RouterFiles(router.files, dict(sorted({**router.spooled, **catalog.spooled}.items())), cache)
 
 
 def _tool_hashes(build: Build, keeps: bool) -> Callable[[Tool], str]:

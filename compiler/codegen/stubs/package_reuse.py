@@ -10,6 +10,11 @@ are made from is the same (issue 27: one changed description must not regenerate
   hash: every field of it and the definitions it reaches) and on the models' names and fields, not their code
   (`models_digest`). An entry is the piece's text, the imports it needs and whether it returns `ToolResult`.
 
+- **Checks** (`literals.check_module`) of a module made whole, such as `__init__.py` (Microsoft Graph's: 1.3 MB,
+  0.1 s to parse and compile): keyed by its text with the source's digest zeroed (`checked_key`). The digest
+  stands only in the module's docstring, as `sha256:<hex>`, and 64 hex digits in a string literal never change
+  whether the module passes.
+
 Every module's first lines name the whole source (`# from input sha256:…`, which any change to any tool
 changes): a models entry keeps the header it was made with and a hit gets this compile's in its place, as
 `chunk_reuse` does. One file per output folder (`.toolc-cache/<output>.stubs.json`), holding only this
@@ -33,20 +38,42 @@ from compiler.infra.serialize import compact_json
 from compiler.ir import Source, Tool
 
 KIND = "stubs"
-_VERSION = "2"
+_VERSION = "3"
+_PARTS = ("models", "pieces", "checked")
 
 
 def _sha256(data: Any) -> str:
     return hashlib.sha256(compact_json(data)).hexdigest()
 
 
-def models_key(source: Source, package: str, location: str, stubs: Sequence[Stub], settings: str) -> str:
+class EncodedSource:
+    """A source's definitions and its tools' schemas, each encoded once (`compact_json`): both the digest every
+    module of its package quotes (`stub_packages.input_digest`) and `models_key` read them (Microsoft Graph:
+    encoding them twice cost 0.15 s of every recompile)."""
+
+    def __init__(self, source: Source, tools: Sequence[Tool]) -> None:
+        self.definitions = compact_json(dict(source.definitions))
+        self.inputs = [compact_json(tool.input_schema) for tool in tools]
+        self.outputs = [compact_json(tool.output_schema) for tool in tools]
+
+
+def models_key(source: Source, package: str, location: str, stubs: Sequence[Stub], settings: str,
+               encoded: EncodedSource) -> str:
     """Everything a source's models (and the diagnostics made with them) are made from, but its header.
-    `settings`: a digest of the project's settings (limits and resolver ones among them)."""
-    return _sha256({"source": source.id, "package": package, "location": location, "settings": settings,
-                    "definitions": source.definitions,
-                    "stubs": [[stub.tool.id, stub.input_key, stub.output_key, stub.tool.input_schema,
-                               stub.tool.output_schema] for stub in stubs]})
+    `settings`: a digest of the project's settings (limits and resolver ones among them); `encoded`: the source
+    and the tools of `stubs`, in their order. Every part is a JSON value, so the parts cannot run together."""
+    digest = hashlib.sha256(compact_json({"source": source.id, "package": package, "location": location,
+                                          "settings": settings}))
+    digest.update(b"\0" + encoded.definitions)
+    for stub, inputs, outputs in zip(stubs, encoded.inputs, encoded.outputs, strict=True):
+        digest.update(b"\0" + compact_json([stub.tool.id, stub.input_key, stub.output_key]) + b"\0" + inputs + b"\0"
+                      + outputs)
+    return digest.hexdigest()
+
+
+def checked_key(code: str, digest: str) -> str:
+    """The key of a module's check: its text, its source's digest (`sha256:<digest>`, in its docstring) zeroed."""
+    return hashlib.sha256(code.replace(f"sha256:{digest}", "sha256:" + "0" * len(digest)).encode()).hexdigest()
 
 
 def models_digest(models: GeneratedModels) -> str:
@@ -58,6 +85,8 @@ def models_digest(models: GeneratedModels) -> str:
 @dataclass(frozen=True)
 class ReusedModels:
     models: GeneratedModels
+    digest: str
+    """`models_digest(models)`, kept with them (hashing Microsoft Graph's models' names and fields: 0.1 s)."""
     diagnostics: list[Diagnostic]
     chunks: list[str]
     """The `chunk_reuse` keys these models were made from."""
@@ -70,8 +99,18 @@ class StubReuse:
         self._out_dir = out_dir
         entry = store.load(out_dir, KIND, diagnostics, _well_formed)
         previous = entry.payload if entry is not None and entry.key == _VERSION else {}
-        self._previous: dict[str, dict[str, Any]] = {part: previous.get(part, {}) for part in ("models", "pieces")}
-        self._now: dict[str, dict[str, Any]] = {"models": {}, "pieces": {}}
+        self._previous: dict[str, dict[str, Any]] = {part: previous.get(part, {}) for part in _PARTS}
+        self._now: dict[str, dict[str, Any]] = {part: {} for part in _PARTS}
+
+    def checked(self, key: str) -> bool:
+        """Whether the last compile checked (`literals.check_module`) a module keyed `key` and it passed; kept."""
+        if self._previous["checked"].get(key) is not True:
+            return False
+        self._now["checked"][key] = True
+        return True
+
+    def put_checked(self, key: str) -> None:
+        self._now["checked"][key] = True
 
     def models(self, key: str, header: str) -> ReusedModels | None:
         item = self._previous["models"].get(key)
@@ -84,11 +123,11 @@ class StubReuse:
         self._now["models"][key] = item
         return found
 
-    def put_models(self, key: str, header: str, models: GeneratedModels, diagnostics: Iterable[Diagnostic],
-                   chunks: Iterable[str]) -> None:
+    def put_models(self, key: str, header: str, models: GeneratedModels, digest: str,
+                   diagnostics: Iterable[Diagnostic], chunks: Iterable[str]) -> None:
         codes = [*models.files.values(), *(module.code for module in models.modules)]
         if all(code.startswith(header) for code in codes):  # else nothing to swap safely: not kept
-            self._now["models"][key] = _encode_models(models, header, diagnostics, chunks)
+            self._now["models"][key] = _encode_models(models, header, digest, diagnostics, chunks)
 
     def pieces(self, context: str, tool_hash: Callable[[Tool], str]) -> PieceReuse:
         """The pieces of one tools.py; `context`: a digest of what every piece of it reads besides its stubs."""
@@ -135,12 +174,13 @@ def _names(module: ModelsModule) -> dict[str, Any]:
             "exported": sorted(module.exported), "stand_ins": [list(pair) for pair in module.stand_ins]}
 
 
-def _encode_models(models: GeneratedModels, header: str, diagnostics: Iterable[Diagnostic],
+def _encode_models(models: GeneratedModels, header: str, digest: str, diagnostics: Iterable[Diagnostic],
                    chunks: Iterable[str]) -> dict[str, Any]:
     # A file is mostly one module's code (`model_chunks._split_layout`): kept once, under the module, and named
     # by its index here (Microsoft Graph's models, 25 MB, were stored twice).
     index_of = {module.code: index for index, module in enumerate(models.modules)}
-    return {"header": header, "files": [[name, index_of.get(code, code)] for name, code in models.files.items()],
+    return {"header": header, "digest": digest,
+            "files": [[name, index_of.get(code, code)] for name, code in models.files.items()],
             "owner": dict(models.owner), "modules": [{**_names(module), "code": module.code} for module in models.modules],
             "diagnostics": [d.to_row() for d in diagnostics], "chunks": sorted(chunks)}
 
@@ -152,9 +192,9 @@ def _swap(code: Any, old: str, header: str) -> str:
 
 
 def _decode_models(item: Mapping[str, Any], header: str) -> ReusedModels:
-    old = item["header"]
-    if not isinstance(old, str):
-        raise TypeError("a header is a string")
+    old, digest = item["header"], item["digest"]
+    if not (isinstance(old, str) and isinstance(digest, str)):
+        raise TypeError("a header and a digest are strings")
     modules = tuple(ModelsModule(
         code=_swap(module["code"], old, header), fields=module["fields"],
         local_names=frozenset(module["local_names"]), module=str(module["module"]),
@@ -166,9 +206,9 @@ def _decode_models(item: Mapping[str, Any], header: str) -> ReusedModels:
         raise ValueError("a tool model owned by no module")
     files = {str(name): modules[code].code if type(code) is int and 0 <= code < len(modules) else _swap(code, old, header)
              for name, code in item["files"]}
-    return ReusedModels(GeneratedModels(files=files, modules=modules, owner=owner),
+    return ReusedModels(GeneratedModels(files=files, modules=modules, owner=owner), digest,
                         [Diagnostic.from_row(row) for row in item["diagnostics"]], [str(k) for k in item["chunks"]])
 
 
 def _well_formed(payload: Any) -> bool:
-    return isinstance(payload, dict) and all(isinstance(payload.get(part, {}), dict) for part in ("models", "pieces"))
+    return isinstance(payload, dict) and all(isinstance(payload.get(part, {}), dict) for part in _PARTS)

@@ -48,18 +48,25 @@ from typing import Any
 
 from compiler.build import Build
 from compiler.codegen.env import render
+from compiler.codegen.piece_format import Pieced, PiecedFiles
 from compiler.codegen.stubs.bundling import SharedDefinitions
 from compiler.codegen.stubs.chunk_reuse import ModelChunkCache
-from compiler.codegen.stubs.identifiers import name_hash, pascal_name, snake_name, unique_names
+from compiler.codegen.stubs.identifiers import snake_name, unique_names
 from compiler.codegen.stubs.keep_marker import has_keep_line
 from compiler.codegen.stubs.lenient import SplitDirections
 from compiler.codegen.stubs.literals import UnsafeModule, check_module, docstring_literal
 from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
 from compiler.codegen.stubs.models import Combined, ModelGenerationError, ModelRequest, combine
-from compiler.codegen.stubs.package_reuse import StubReuse, models_digest, models_key
+from compiler.codegen.stubs.package_reuse import (
+    EncodedSource,
+    StubReuse,
+    checked_key,
+    models_digest,
+    models_key,
+)
 from compiler.codegen.stubs.stub_functions import Stub, functions
+from compiler.codegen.stubs.stub_names import StubNames, make_names
 from compiler.incremental.ir_hash import tool_hashes
-from compiler.infra import limits
 from compiler.infra.diagnostics import CompilerError
 from compiler.infra.serialize import compact_json
 from compiler.ir import Source, Tool
@@ -86,8 +93,6 @@ RUNTIME_PACKAGES = frozenset({
 """Import names the generated router runs on (its dependencies and theirs): a source package of the same name
 next to `toolc_router/` would shadow it for every import."""
 PACKAGE_RESERVED = frozenset({*sys.stdlib_module_names, *RUNTIME_PACKAGES})
-FUNCTION_RESERVED = frozenset({"models", "tools", "annotations", "context"})
-"""Submodule names (a function `tools` would hide the `tools` module in the package) and module-level names."""
 _ALLOWED_CALLS = frozenset({"model_rebuild"})
 """Module-level calls allowed in generated code: pydantic's `Model.model_rebuild()` for recursive models."""
 _NO_MODELS = GeneratedModels(files={}, modules=(), owner={})
@@ -102,13 +107,29 @@ def package_names(sources: tuple[Source, ...]) -> dict[str, str]:
     return {source.id: names[source.id] for source in sources}
 
 
-def function_names(tools: list[Tool]) -> dict[str, str]:
-    """Tool name → its stub's function name within one source package (code mode names its functions alike)."""
-    return unique_names([t.name for t in tools],
-                        lambda raw: snake_name(raw, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED))
+def function_names(tools: list[Tool], names: StubNames | None = None) -> Mapping[str, str]:
+    """Tool name → its stub's function name within one source package (code mode names its functions alike);
+    `names`: this compile's, made once (`stub_names`)."""
+    tool_names = [t.name for t in tools]
+    return (names.of(tool_names) if names is not None else make_names(tool_names)).functions
 
 
-def generate_stubs(build: Build) -> dict[str, bytes]:
+def source_tools(build: Build) -> dict[str, list[Tool]]:
+    """Source id → its tools, in catalog order."""
+    found: dict[str, list[Tool]] = {source.id: [] for source in build.catalog.sources}
+    for tool in build.catalog.tools:
+        if tool.source in found:
+            found[tool.source].append(tool)
+    return found
+
+
+def generate_stubs(build: Build, names: StubNames | None = None) -> dict[str, bytes]:
+    """`names`: this compile's stub names (`stub_names`; made here when not given)."""
+    return stub_files(build, names).files
+
+
+def stub_files(build: Build, names: StubNames | None = None) -> PiecedFiles:
+    """Every source package's files, and which modules are pieces of functions (`generate_stubs`)."""
     packages = package_names(build.catalog.sources)
     for source in build.catalog.sources:
         plain = snake_name(source.id, fallback="source", prefix="s")
@@ -121,20 +142,32 @@ def generate_stubs(build: Build) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     cache = ModelChunkCache(build.out_dir, build.diagnostics) if build.out_dir is not None else None
     reuse = StubReuse(build.out_dir, build.diagnostics) if build.out_dir is not None else None
+    names = names if names is not None else StubNames(None, build.diagnostics)
+    tools = source_tools(build)
+    pieced: dict[str, Pieced] = {}
     for source in build.catalog.sources:
-        tools = [tool for tool in build.catalog.tools if tool.source == source.id]
-        files.update(SourcePackage(build, source, tools, packages[source.id], cache, reuse).generate())
+        package = SourcePackage(build, source, tools[source.id], packages[source.id], cache, reuse, names)
+        files.update(package.generate())
+        pieced.update(package.pieced)
     if cache is not None:
         cache.save()
     if reuse is not None:
         reuse.save()
-    return files
+    return PiecedFiles(files, pieced)
 
 
-def input_digest(source: Source, tools: list[Tool]) -> str:
-    data = {"source": source.id, "definitions": dict(source.definitions),
-            "tools": [[t.id, t.name, t.title, t.description, t.input_schema, t.output_schema] for t in tools]}
-    return hashlib.sha256(compact_json(data)).hexdigest()
+def input_digest(source: Source, tools: list[Tool], encoded: EncodedSource | None = None) -> str:
+    """sha256 of `compact_json({"definitions": …, "source": id, "tools": [[id, name, title, description, input
+    schema, output schema], …]})` (keys sorted), hashed from the parts `encoded` holds: the same bytes, each
+    schema encoded once."""
+    encoded = encoded if encoded is not None else EncodedSource(source, tools)
+    digest = hashlib.sha256(b'{"definitions":' + encoded.definitions + b',"source":' + compact_json(source.id)
+                            + b',"tools":[')
+    for index, (tool, inputs, outputs) in enumerate(zip(tools, encoded.inputs, encoded.outputs, strict=True)):
+        head = compact_json([tool.id, tool.name, tool.title, tool.description])[:-1]  # without its closing ]
+        digest.update((b"," if index else b"") + head + b"," + inputs + b"," + outputs + b"]")
+    digest.update(b"]}")
+    return digest.hexdigest()
 
 
 def _settings(build: Build) -> str:
@@ -150,21 +183,30 @@ def _tool_hash(build: Build) -> Callable[[Tool], str]:
 
 class SourcePackage:
     def __init__(self, build: Build, source: Source, tools: list[Tool], package: str,
-                 cache: ModelChunkCache | None = None, reuse: StubReuse | None = None) -> None:
+                 cache: ModelChunkCache | None = None, reuse: StubReuse | None = None,
+                 names: StubNames | None = None) -> None:
         self.build = build
+        self.names = names if names is not None else StubNames(None, build.diagnostics)
+        self.pieced: dict[str, Pieced] = {}
+        """Path → the module as its head and pieces of functions, for `piece_format` (set by `generate`)."""
         self.cache = cache
         self.reuse = reuse
         self.source = source
         self.tools = tools
         self.package = package
-        self.digest = input_digest(source, tools)
+        encoded = EncodedSource(source, tools)
+        self.digest = input_digest(source, tools, encoded)
+        self._encoded = encoded if reuse is not None else None
+        """For the models' key (`_models`), then dropped: not held while the models are generated."""
         self.location = source.location or source.id
 
     def generate(self) -> dict[str, bytes]:
+        """The package's files; `pieced` is then its tools.py as head and pieces, unless it holds kept edits."""
         stubs = self.stubs()
-        models = self._models(stubs)
+        models, digest = self._models(stubs)
         try:
-            generated = self._tools_module(stubs, models)  # checked as it is made, piece by piece
+            pieces = self._tools_module(stubs, models, digest)  # checked as it is made, piece by piece
+            generated = "".join(pieces)
             files = {"tools.py": generated}
             orphans = self._carry_over(files)
             if orphans is None:
@@ -172,32 +214,42 @@ class SourcePackage:
             files["__init__.py"] = self._init_module(stubs, orphans)
             for name, code in files.items():
                 if name != "tools.py" or code != generated:  # tools.py again only with edits carried over
-                    check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
+                    self._check(name, code)
         except UnsafeModule as exc:
             self.build.diagnostics.report(UNSAFE_MODULE, f"package {self.package} not emitted: {exc}",
                                           source=self.location)
             return {}
+        if files["tools.py"] is generated:  # no `# toolc: keep` edit carried over
+            self.pieced[f"{self.package}/tools.py"] = pieces
         files.update(models.files or {"models.py": self._empty_models()})  # checked in _models()
         # Every file ends with exactly one newline, whatever the generator or a carried-over edit left.
         out = {f"{self.package}/{name}": code.rstrip("\n").encode() + b"\n" for name, code in sorted(files.items())}
         out[f"{self.package}/py.typed"] = b""
         return out
 
+    def _check(self, name: str, code: str) -> None:
+        """`check_module`, unless the last compile checked the same module but for the source's digest."""
+        key = checked_key(code, self.digest) if self.reuse is not None else ""
+        if self.reuse is not None and self.reuse.checked(key):
+            return
+        check_module(code, filename=f"{self.package}/{name}", allow_calls=_ALLOWED_CALLS)
+        if self.reuse is not None:
+            self.reuse.put_checked(key)
+
     # -- names and schemas ------------------------------------------------------------------------------
 
     def stubs(self) -> list[Stub]:
-        names = function_names(self.tools)
-        classes = unique_names(names.values(), lambda raw: pascal_name(raw, fallback="Tool"))
+        made = self.names.of(tool.name for tool in self.tools)
         stubs: list[Stub] = []
         for tool in self.tools:
-            name = names[tool.name]
-            if len(tool.name) > limits.current().max_identifier_length and name.endswith(name_hash(tool.name)):
+            name = made.functions[tool.name]
+            if tool.name in made.cut:
                 self.build.diagnostics.report(NAME_CUT, f"stub name cut to {name} (the tool name is longer than "
                                               "limits.max_identifier_length)", tool=tool.id, source=self.location)
-            elif name != snake_name(tool.name, fallback="tool", prefix="tool", reserved=FUNCTION_RESERVED):
+            elif tool.name in made.renamed:
                 self.build.diagnostics.report(NAME_COLLISION, f"stub renamed to {name} (another tool's name sanitises alike)",
                                               tool=tool.id, source=self.location)
-            key = classes[name]
+            key = made.classes[name]
             stubs.append(Stub(tool, name, f"{key}Input", f"{key}Output" if tool.output_schema is not None else None))
         return stubs
 
@@ -234,27 +286,32 @@ class SourcePackage:
                                               shared, directions.output))
         return requests, combine(requests, shared.cleaned)
 
-    def _models(self, stubs: list[Stub]) -> GeneratedModels:
-        """The models, from the last compile when it made them from the same schemas (`package_reuse`)."""
+    def _models(self, stubs: list[Stub]) -> tuple[GeneratedModels, str]:
+        """The models, from the last compile when it made them from the same schemas (`package_reuse`), and
+        their `models_digest` (empty without a cache: nothing reads it)."""
         # Provenance kept under 88 columns (the formatter's width): the digest gets a line of its own.
         header = (f"# Pydantic models for package {self.package}: generated by {GENERATOR}\n"
                   f"# from input sha256:{self.digest}.")
         if self.reuse is None:
-            return self._generate_models(stubs, header)
-        key = models_key(self.source, self.package, self.location, stubs, _settings(self.build))
+            return self._generate_models(stubs, header), ""
+        encoded, self._encoded = self._encoded, None
+        assert encoded is not None, "the models are made once"
+        key = models_key(self.source, self.package, self.location, stubs, _settings(self.build), encoded)
+        del encoded
         found = self.reuse.models(key, header)
         if found is not None:
             self.build.diagnostics.extend(found.diagnostics)
             if self.cache is not None:
                 self.cache.carry(found.chunks)
-            return found.models
+            return found.models, found.digest
         mark = len(self.build.diagnostics)
         chunks = self.cache.taken() if self.cache is not None else frozenset()
         models = self._generate_models(stubs, header)
+        digest = models_digest(models)
         if models is not _NO_MODELS:  # a failure (a worker killed, say) is tried again next time
             made = self.cache.taken() - chunks if self.cache is not None else frozenset()
-            self.reuse.put_models(key, header, models, self.build.diagnostics.items[mark:], made)
-        return models
+            self.reuse.put_models(key, header, models, digest, self.build.diagnostics.items[mark:], made)
+        return models, digest
 
     def _generate_models(self, stubs: list[Stub], header: str) -> GeneratedModels:
         requests, combined = self.combined(stubs)
@@ -288,19 +345,20 @@ class SourcePackage:
     def _empty_models(self) -> str:
         return f"{self._docstring('Pydantic models for')}\n\nfrom __future__ import annotations\n"
 
-    def _tools_module(self, stubs: list[Stub], models: GeneratedModels) -> str:
-        """tools.py, checked as it is made: its head (docstring, imports) here, its functions piece by piece
-        (`stub_functions`). The template ends with the functions, so the module is the head followed by them."""
+    def _tools_module(self, stubs: list[Stub], models: GeneratedModels, digest: str) -> list[str]:
+        """tools.py as its head (docstring, imports) and its pieces of functions (`stub_functions`), checked as
+        they are made. The template ends with the functions, so the module is the head followed by them.
+        `digest`: the models' `models_digest`."""
         filename = f"{self.package}/tools.py"
         pieces = None
         if self.reuse is not None:
-            context = compact_json([models_digest(models), filename, sorted(_ALLOWED_CALLS), _settings(self.build)])
+            context = compact_json([digest, filename, sorted(_ALLOWED_CALLS), _settings(self.build)])
             pieces = self.reuse.pieces(hashlib.sha256(context).hexdigest(), _tool_hash(self.build))
         made = functions(stubs, models, filename=filename, allow_calls=_ALLOWED_CALLS, cache=pieces)
         head = render("stubs/tools.py.jinja", docstring=self._docstring("Typed async stubs for"),
                       typing_imports=made.imports.lines(), uses_tool_result=made.uses_tool_result, functions="")
         check_module(head, filename=f"{self.package}/tools.py (docstring and imports)", allow_calls=_ALLOWED_CALLS)
-        return head + made.text
+        return [head, *made.pieces]
 
     def _carry_over(self, files: dict[str, str]) -> tuple[str, ...] | None:
         """Swap `# toolc: keep` functions from the previous tools.py into the new one (see `codegen.stubs.keep`).
