@@ -68,7 +68,8 @@ def run_ruff(sources: Mapping[str, bytes]) -> dict[str, bytes]:
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        command = [ruff_binary(), "format", "--isolated", "--no-cache", "--quiet",
+        # `exclude=[]`: ruff's default excludes would skip a source package named `dist`, `venv`, `_build`...
+        command = [ruff_binary(), "format", "--isolated", "--no-cache", "--quiet", "--config", "exclude = []",
                    f"--line-length={LINE_LENGTH}", f"--target-version={TARGET_VERSION}", "."]
         try:
             result = subprocess.run(command, cwd=root, capture_output=True, check=False)

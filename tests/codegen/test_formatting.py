@@ -26,6 +26,13 @@ def test_python_files_are_formatted_and_other_files_kept() -> None:
     assert format_python(out) == out  # idempotent: formatting formatted output changes nothing
 
 
+@pytest.mark.parametrize("folder", ["dist", "venv", "node_modules", "_build", ".venv"])
+def test_a_package_in_a_folder_ruff_excludes_by_default_is_formatted(folder: str) -> None:
+    # A source named `dist` gives the package `dist/`; ruff's default excludes would leave it unformatted.
+    out = format_python({f"{folder}/mod.py": UGLY, "pkg/mod.py": UGLY})
+    assert out[f"{folder}/mod.py"] == out["pkg/mod.py"] != UGLY
+
+
 def test_the_callers_ruff_config_does_not_change_the_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = format_python({"m.py": UGLY})
     (tmp_path / "pyproject.toml").write_text('[tool.ruff]\nline-length = 40\n[tool.ruff.format]\nquote-style = "single"\n')
