@@ -46,29 +46,14 @@ def _sha256(data: Any) -> str:
     return hashlib.sha256(compact_json(data)).hexdigest()
 
 
-class EncodedSource:
-    """A source's definitions and its tools' schemas, each encoded once (`compact_json`): both the digest every
-    module of its package quotes (`stub_packages.input_digest`) and `models_key` read them (Microsoft Graph:
-    encoding them twice cost 0.15 s of every recompile)."""
-
-    def __init__(self, source: Source, tools: Sequence[Tool]) -> None:
-        self.definitions = compact_json(dict(source.definitions))
-        self.inputs = [compact_json(tool.input_schema) for tool in tools]
-        self.outputs = [compact_json(tool.output_schema) for tool in tools]
-
-
-def models_key(source: Source, package: str, location: str, stubs: Sequence[Stub], settings: str,
-               encoded: EncodedSource) -> str:
+def models_key(source: Source, package: str, location: str, stubs: Sequence[Stub], settings: str) -> str:
     """Everything a source's models (and the diagnostics made with them) are made from, but its header.
-    `settings`: a digest of the project's settings (limits and resolver ones among them); `encoded`: the source
-    and the tools of `stubs`, in their order. Every part is a JSON value, so the parts cannot run together."""
-    digest = hashlib.sha256(compact_json({"source": source.id, "package": package, "location": location,
-                                          "settings": settings}))
-    digest.update(b"\0" + encoded.definitions)
-    for stub, inputs, outputs in zip(stubs, encoded.inputs, encoded.outputs, strict=True):
-        digest.update(b"\0" + compact_json([stub.tool.id, stub.input_key, stub.output_key]) + b"\0" + inputs + b"\0"
-                      + outputs)
-    return digest.hexdigest()
+    `settings`: a digest of the project's settings (limits and resolver ones among them)."""
+    return hashlib.sha256(compact_json({
+        "source": source.id, "package": package, "location": location, "settings": settings,
+        "definitions": source.definitions,
+        "stubs": [[stub.tool.id, stub.input_key, stub.output_key, stub.tool.input_schema, stub.tool.output_schema]
+                  for stub in stubs]})).hexdigest()
 
 
 def checked_key(code: str, digest: str) -> str:

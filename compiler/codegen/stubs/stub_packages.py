@@ -58,7 +58,6 @@ from compiler.codegen.stubs.literals import UnsafeModule, check_module, docstrin
 from compiler.codegen.stubs.model_chunks import GeneratedModels, generate_models
 from compiler.codegen.stubs.models import Combined, ModelGenerationError, ModelRequest, combine
 from compiler.codegen.stubs.package_reuse import (
-    EncodedSource,
     StubReuse,
     checked_key,
     models_digest,
@@ -156,18 +155,13 @@ def stub_files(build: Build, names: StubNames | None = None) -> PiecedFiles:
     return PiecedFiles(files, pieced)
 
 
-def input_digest(source: Source, tools: list[Tool], encoded: EncodedSource | None = None) -> str:
-    """sha256 of `compact_json({"definitions": …, "source": id, "tools": [[id, name, title, description, input
-    schema, output schema], …]})` (keys sorted), hashed from the parts `encoded` holds: the same bytes, each
-    schema encoded once."""
-    encoded = encoded if encoded is not None else EncodedSource(source, tools)
-    digest = hashlib.sha256(b'{"definitions":' + encoded.definitions + b',"source":' + compact_json(source.id)
-                            + b',"tools":[')
-    for index, (tool, inputs, outputs) in enumerate(zip(tools, encoded.inputs, encoded.outputs, strict=True)):
-        head = compact_json([tool.id, tool.name, tool.title, tool.description])[:-1]  # without its closing ]
-        digest.update((b"," if index else b"") + head + b"," + inputs + b"," + outputs + b"]")
-    digest.update(b"]}")
-    return digest.hexdigest()
+def input_digest(source: Source, tools: list[Tool]) -> str:
+    """sha256 of the source's definitions and its tools' names, descriptions and schemas, encoded in one piece
+    (one large buffer, given back whole when freed: per-schema pieces held ~90 MB of a cold Graph compile's peak
+    in fragments the forked model workers then shared)."""
+    data = {"source": source.id, "definitions": dict(source.definitions),
+            "tools": [[t.id, t.name, t.title, t.description, t.input_schema, t.output_schema] for t in tools]}
+    return hashlib.sha256(compact_json(data)).hexdigest()
 
 
 def _settings(build: Build) -> str:
@@ -194,10 +188,7 @@ class SourcePackage:
         self.source = source
         self.tools = tools
         self.package = package
-        encoded = EncodedSource(source, tools)
-        self.digest = input_digest(source, tools, encoded)
-        self._encoded = encoded if reuse is not None else None
-        """For the models' key (`_models`), then dropped: not held while the models are generated."""
+        self.digest = input_digest(source, tools)
         self.location = source.location or source.id
 
     def generate(self) -> dict[str, bytes]:
@@ -294,10 +285,7 @@ class SourcePackage:
                   f"# from input sha256:{self.digest}.")
         if self.reuse is None:
             return self._generate_models(stubs, header), ""
-        encoded, self._encoded = self._encoded, None
-        assert encoded is not None, "the models are made once"
-        key = models_key(self.source, self.package, self.location, stubs, _settings(self.build), encoded)
-        del encoded
+        key = models_key(self.source, self.package, self.location, stubs, _settings(self.build))
         found = self.reuse.models(key, header)
         if found is not None:
             self.build.diagnostics.extend(found.diagnostics)
