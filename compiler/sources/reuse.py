@@ -76,7 +76,8 @@ class ToolReuse:
             data = entry["tool"]
             binding = data["binding"]
             if binding["kind"] == "http":
-                data = {**data, "binding": {**binding, "arguments": [prior.arguments[at] for at in binding["arguments"]]}}
+                data = {**data, "binding": {**binding, "arguments": [prior.arguments[_place(at)]
+                                                                     for at in binding["arguments"]]}}
             tool = self.reader.tool(data)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             return None
@@ -187,13 +188,23 @@ def load(out_dir: Path, diagnostics: Diagnostics) -> ToolReuse:
     if entry.key != PAYLOAD_KEY or hashlib.sha256(raw).hexdigest() != entry.blob:
         store.ignored(diagnostics, path, "its tools do not match the digest recorded with them (altered)")
         return ToolReuse()
-    with paused_then_frozen():  # the decoded tools become the catalog's: alive, acyclic, until the compile ends
-        sources = orjson.loads(raw)
+    try:
+        with paused_then_frozen():  # the decoded tools become the catalog's: alive, acyclic, until the compile ends
+            sources = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # the digest matched: a cache written as it is, not altered since
+        sources = None
     if not _valid(sources):
         store.ignored(diagnostics, path, "its content is malformed (corrupted)")
         return ToolReuse()
     return ToolReuse(prior={source_id: PriorSource(source["context"], source["tools"], source["arguments"])
                             for source_id, source in sources.items()})
+
+
+def _place(at: Any) -> int:
+    """An argument's place as the cache gives it: a negative one would index from the end (another argument)."""
+    if type(at) is not int or at < 0:
+        raise IndexError(at)
+    return at
 
 
 def _valid(sources: Any) -> bool:

@@ -6,6 +6,7 @@ toolc.yaml) and whatever the cache holds (damaged, another toolc's)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -244,8 +245,39 @@ def _foreign(out: Path) -> None:
     path.write_bytes(orjson.dumps(data))
 
 
-@pytest.mark.parametrize("damage", [_corrupt_blob, _corrupt_envelope, _foreign],
-                         ids=["altered tools", "corrupted envelope", "another toolc's"])
+def _rewritten_blob(out: Path, raw: bytes) -> None:
+    """The blob replaced by `raw` and the envelope made to hold its digest: consistent, but not what toolc wrote."""
+    store.cache_path(out, reuse.KIND, suffix=".blob").unlink()
+    partial = out.parent / "blob-partial"
+    partial.write_bytes(raw)
+    store.save_with_blob(out, reuse.KIND, store.Entry(reuse.PAYLOAD_KEY, None, hashlib.sha256(raw).hexdigest()),
+                         partial)
+
+
+def _not_json_with_its_digest(out: Path) -> None:
+    _rewritten_blob(out, b"[")
+
+
+def _too_deep_with_its_digest(out: Path) -> None:
+    _rewritten_blob(out, b"[" * 2000 + b"]" * 2000)
+
+
+def _negative_places(out: Path) -> None:
+    """Every HTTP argument named by place -1 (Python would index from the end: another argument)."""
+    blob = store.cache_path(out, reuse.KIND, suffix=".blob")
+    sources = orjson.loads(blob.read_bytes())
+    for source in sources.values():
+        for entry in source["tools"].values():
+            binding = entry["tool"]["binding"]
+            if binding["kind"] == "http":
+                binding["arguments"] = [-1 for _ in binding["arguments"]]
+    _rewritten_blob(out, orjson.dumps(sources))
+
+
+@pytest.mark.parametrize("damage", [_corrupt_blob, _corrupt_envelope, _foreign, _not_json_with_its_digest,
+                                    _too_deep_with_its_digest],
+                         ids=["altered tools", "corrupted envelope", "another toolc's", "not JSON, its digest held",
+                              "nested past the decoder's depth, its digest held"])
 def test_a_damaged_or_foreign_cache_is_ignored_with_a_note(spec: Path, built: list[str],
                                                            damage: Callable[[Path], None]) -> None:
     folder = spec.parent
@@ -317,3 +349,14 @@ def test_tools_read_back_equal_the_tools_built(spec: Path) -> None:
         again = read.tool(orjson.loads(orjson.dumps(tool_to_json(tool))))
         assert again == tool
         assert list(again.input_schema["properties"]) == list(tool.input_schema["properties"]), "key order kept"
+
+
+def test_arguments_named_by_a_negative_place_are_built_again(spec: Path, built: list[str]) -> None:
+    folder = spec.parent
+    _compile(folder)
+    _negative_places(folder / "out")
+    _edit(spec, _reword)
+    built.clear()
+    build, changed = _compile(folder)
+    assert built, "a tool whose arguments the cache names by a negative place is built, not decoded"
+    assert (changed, _diagnostics(build)) == _clean(folder)
