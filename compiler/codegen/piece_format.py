@@ -62,20 +62,23 @@ class PieceFormats:
     def format(self, modules: Mapping[str, Pieced]) -> dict[str, bytes]:
         """Each module (path under `python/` → its pieces) formatted: pieces from the last compile where they
         check out, the rest in one ruff run."""
-        found = {path: self._reused(path, pieces) for path, pieces in modules.items()}
-        missing = {f"{index:06d}/{path}": pieces[index].lstrip("\n").encode()
-                   for path, pieces in modules.items() for index, piece in enumerate(found[path]) if piece is None}
+        contents = {path: [piece.lstrip("\n").encode() for piece in pieces] for path, pieces in modules.items()}
+        keys = {path: [digest_key(content) for content in found] for path, found in contents.items()}
+        reused = {path: self._reused(path, pieces, keys[path]) for path, pieces in modules.items()}
+        missing = {f"{index:06d}/{path}": contents[path][index]
+                   for path in modules for index, piece in enumerate(reused[path]) if piece is None}
         made = formatting.run_ruff(missing) if missing else {}
         out: dict[str, bytes] = {}
-        for path, pieces in modules.items():
+        for path in modules:
             formatted = [piece if piece is not None else made[f"{index:06d}/{path}"]
-                         for index, piece in enumerate(found[path])]
+                         for index, piece in enumerate(reused[path])]
             out[path] = _JOIN.join(formatted).rstrip(b"\n") + b"\n"  # one final newline, as every module has
-            self._record(path, pieces, formatted)
+            self._record(path, contents[path], keys[path], formatted)
         return out
 
-    def _reused(self, path: str, pieces: Pieced) -> list[bytes | None]:
-        """Each piece's formatting from the last compile's module at `path`, or None where it has to be made."""
+    def _reused(self, path: str, pieces: Pieced, keys: list[str]) -> list[bytes | None]:
+        """Each piece's formatting from the last compile's module at `path`, or None where it has to be made
+        (`keys`: each piece's `digest_key`)."""
         ranges = _ranges(self._previous.get(path))
         if not ranges:
             return [None] * len(pieces)
@@ -83,15 +86,14 @@ class PieceFormats:
             old = self._folder[f"python/{path}"]
         except (KeyError, OSError):
             return [None] * len(pieces)
-        return [_piece(old, ranges.get(digest_key(piece.lstrip("\n").encode())), piece) for piece in pieces]
+        return [_piece(old, ranges.get(key), piece) for piece, key in zip(pieces, keys, strict=True)]
 
-    def _record(self, path: str, pieces: Pieced, formatted: list[bytes]) -> None:
+    def _record(self, path: str, contents: list[bytes], keys: list[str], formatted: list[bytes]) -> None:
         rows: list[list[Any]] = []
         offset = 0
-        for piece, made in zip(pieces, formatted, strict=True):
-            content = piece.lstrip("\n").encode()
+        for content, key, made in zip(contents, keys, formatted, strict=True):
             if same_digests(made, content):  # else no digest could be put back safely: not kept
-                rows.append([digest_key(content), offset, len(made), _sha256(made)])
+                rows.append([key, offset, len(made), _sha256(made)])
             offset += len(made) + len(_JOIN)
         self._now[path] = rows
 

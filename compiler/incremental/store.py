@@ -14,8 +14,10 @@ what it was made from.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +58,30 @@ def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
     return None if raw is None else _entry(raw, path, kind, diagnostics, valid)
 
 
+def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A file descriptor on the cache file `path`, opened only when it is a regular file of its own: a symlink
+    planted in `.toolc-cache` (to a file outside it, `/dev/zero`) or a FIFO (which would hang the open) raises
+    OSError, which every reader turns into a TC140 note. A cache file is read, and a tools file appended to
+    (`providers.reuse.grown_file`): neither may reach past the cache."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """The whole of the regular file `path` (`open_regular`)."""
+    with os.fdopen(open_regular(path), "rb") as file:
+        return file.read()
+
+
 def _read(path: Path, diagnostics: Diagnostics) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -156,6 +156,14 @@ class ToolReader:
         """`id()` of an argument's dict (pinned with it) → its argument: the tools cache shares those dicts."""
 
     def tool(self, data: Mapping[str, Any]) -> Tool:
+        """The tool `data` encodes; TypeError (as the dataclasses raise) for parts of the wrong shape, which the
+        readers of a damaged catalog.json or cache catch."""
+        try:
+            return self._tool(data)
+        except AttributeError as exc:  # `.items()` of a part that is not an object
+            raise TypeError(f"malformed tool: {exc}") from exc
+
+    def _tool(self, data: Mapping[str, Any]) -> Tool:
         """As `tool_from_json`; a value that cannot be a field raises TypeError, KeyError or ValueError."""
         binding = data["binding"]
         return Tool(

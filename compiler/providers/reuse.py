@@ -71,7 +71,7 @@ class _Blob:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDONLY)
+        self._fd = store.open_regular(path)  # never through a symlink: `grown_file` appends to it
         self.size = os.fstat(self._fd).st_size
         self._window, self._window_at = memoryview(b""), 0
 
@@ -250,11 +250,11 @@ class PriorLowerings:
         live = sum(span.length for span in reused.values()) + fresh_bytes
         if self._blob.size + fresh_bytes > GROWN_LIMIT * live:
             return None
-        for span in reused.values():
+        for span in sorted(reused.values(), key=lambda span: span.offset):  # in file order: one window serves many
             span.placed()
         try:
             link.unlink(missing_ok=True)
-            os.link(self._blob.path, link)
+            os.link(self._blob.path, link, follow_symlinks=False)
         except OSError:
             return None  # another file system: written
         if not self._blob.same_file(link):  # replaced since it was opened (by another compile)
@@ -322,7 +322,7 @@ def _append(path: Path, fresh: Sequence[Lowered], known: Mapping[str, Placed], t
     one at a time: tool id → (offset, length, measure). Appending, even while another compile does, leaves every
     byte a span of the file points to as it was."""
     placed = {}
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    fd = store.open_regular(path, os.O_WRONLY | os.O_APPEND)
     try:
         for item in fresh:
             found = known.get(item.tool.id) or place(item, target)

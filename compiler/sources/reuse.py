@@ -9,6 +9,10 @@ makes) with its IR hash when the compile made one. A tool taken from here is han
 again), as `Build.known_tools`: each stands only for that very tool object, so a tool the reader replaced
 afterwards (risk settings) is made and hashed as a new one. Only sources whose every operation built its tool and nothing else are kept (see there): a tool
 from here is then the tool a compile from nothing builds, whatever the other operations are.
+
+The blob's digest (in its envelope) catches damage, not a hand that writes both: like every cache of toolc's, a
+file consistent with itself is trusted as toolc wrote it, but it is read only as a regular file of its own
+(`store.read_regular`), and what does not decode is built again.
 """
 
 from __future__ import annotations
@@ -181,7 +185,7 @@ def load(out_dir: Path, diagnostics: Diagnostics) -> ToolReuse:
         return ToolReuse()
     path = store.cache_path(out_dir, KIND, suffix=".blob")
     try:
-        raw = path.read_bytes()
+        raw = store.read_regular(path)
     except OSError as exc:
         store.ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
         return ToolReuse()

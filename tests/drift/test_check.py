@@ -203,3 +203,19 @@ def test_a_project_that_no_longer_compiles_is_compared_with_nothing(project: Pat
 def test_refresh_command_for_live_projects() -> None:
     assert refresh_command(live=False, config_arg=None) == "toolc compile"
     assert refresh_command(live=True, config_arg="p.yaml") == "toolc record -c p.yaml && toolc compile -c p.yaml"
+
+
+@pytest.mark.parametrize("part, value", [("annotations", [1]), ("annotations", "x")])
+def test_a_catalog_json_with_a_part_of_the_wrong_shape_is_a_diagnostic(project: Path, part: str, value: object) -> None:
+    """A damaged or hand-edited catalog.json (a tool's annotations not an object) is reported as unreadable, never a
+    traceback (its reader shares objects through `.items()`, which raised AttributeError past the check)."""
+    catalog = project / "out" / "catalog.json"
+    data = json.loads(catalog.read_bytes())
+    data["tools"][0][part] = value
+    catalog.write_text(json.dumps(data))
+    listing = json.loads((project / "fs.json").read_text())
+    listing["tools_list_pages"][0]["tools"].pop()  # a change: the old catalog is read to classify it
+    (project / "fs.json").write_text(json.dumps(listing))
+    result = run("check")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "catalog.json is unreadable (TypeError)" in result.output

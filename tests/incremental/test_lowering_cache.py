@@ -385,7 +385,7 @@ def test_a_tools_file_over_a_request_grows_by_what_changed_and_gives_a_compile_f
 
     inode = blob.stat().st_ino
     with monkeypatch.context() as patched:  # the spool on another file system than the cache: written
-        patched.setattr(os, "link", lambda *args: (_ for _ in ()).throw(OSError(errno.EXDEV, "cross-device")))
+        patched.setattr(os, "link", lambda *args, **kwargs: (_ for _ in ()).throw(OSError(errno.EXDEV, "cross-device")))
         reword_first_operation(spec)
         _build, changed = compile_into(spec, out)
     assert changed == clean(spec, tmp_path, "clean-5") and blob.stat().st_ino != inode
@@ -397,3 +397,28 @@ def test_a_tools_file_over_a_request_grows_by_what_changed_and_gives_a_compile_f
     build, again = compile_into(spec, out)
     assert again == clean(spec, tmp_path, "clean-6") and lowered
     assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob)]
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_a_tools_file_planted_as_a_symlink_or_fifo_is_ignored_and_nothing_outside_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str) -> None:
+    """A tools file that grows is appended to: one replaced by a symlink to a file outside the cache (here a copy
+    of the real one, so every span checks) must not have that file appended to, and a FIFO must not hang the
+    compile. Either is a TC140 note, and the output is a compile from nothing."""
+    spec = project_in(tmp_path, monkeypatch, synthetic_openapi(140))  # OpenAI's tools file is not in the output
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    blob = blob_of(out, "openai-chat")
+    victim = tmp_path / "victim.json"
+    victim.write_bytes(blob.read_bytes())
+    before = victim.read_bytes()
+    blob.unlink()
+    if plant == "symlink":
+        blob.symlink_to(victim)
+    else:
+        os.mkfifo(blob)
+    reword_first_operation(spec)
+    build, changed = compile_into(spec, out)
+    assert victim.read_bytes() == before, "nothing appended to a file outside the cache"
+    assert str(blob) in [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+    assert changed == clean(spec, tmp_path)

@@ -140,7 +140,14 @@ def test_a_module_checked_last_time_is_not_checked_again(spec: Path, tmp_path: P
     assert any(name.endswith("/__init__.py") for name in checked)
 
 
-@pytest.mark.parametrize("damage", ["not json", "another toolc", "an entry damaged"])
+_LIES = {"an entry damaged": lambda names: {name: "os.system" for name in names},
+         "names that collide": lambda names: dict.fromkeys(names, "same"),
+         "a keyword": lambda names: {name: "class" if index == 0 else f"f{index}" for index, name in enumerate(names)},
+         "a reserved name": lambda names: {name: "tools" if index == 0 else f"f{index}"
+                                           for index, name in enumerate(names)}}
+
+
+@pytest.mark.parametrize("damage", ["not json", "another toolc", *_LIES])
 def test_a_damaged_names_cache_is_ignored(spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           damage: str) -> None:
     out = tmp_path / "out"
@@ -153,10 +160,10 @@ def test_a_damaged_names_cache_is_ignored(spec: Path, tmp_path: Path, monkeypatc
         monkeypatch.setattr(identity, "toolc_identity", lambda: "sha256:another toolc")
     else:
         for entry in data["payload"].values():
-            entry[0] = {name: "os.system" for name in entry[0]}
+            entry[0] = _LIES[damage](entry[0])
         path.write_text(json.dumps(data))
     _edit(spec, _describe)
     build, recompiled = compile_into(spec, out, codegen=True)
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED and d.source == str(path)]
-    assert len(notes) == (0 if damage == "an entry damaged" else 1), notes
+    assert len(notes) == (0 if damage in _LIES else 1), notes
     assert recompiled == _from_nothing(out, tmp_path, "clean")

@@ -105,7 +105,7 @@ class FilePieces:
         """The folder file's size, opening it on first use (a compile that reuses nothing never opens it)."""
         if self._fd is None:
             assert self._folder_file is not None
-            self._fd = os.open(self._folder_file, os.O_RDONLY)
+            self._fd = store.open_regular(self._folder_file)  # no symlink, no FIFO to hang on
             self._size = os.fstat(self._fd).st_size
         return self._size
 

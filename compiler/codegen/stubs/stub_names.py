@@ -13,6 +13,7 @@ envelope, so another toolc's names are never read, and a damaged entry is made a
 from __future__ import annotations
 
 import hashlib
+import keyword
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,8 @@ def _decoded(item: Any, distinct: list[str]) -> SourceNames | None:
         return None
     functions, classes, cut, renamed = item
     try:
-        if not (_names_map(functions, distinct) and _names_map(classes, sorted(set(functions.values())))
+        if not (_names_map(functions, distinct, FUNCTION_RESERVED)
+                and _names_map(classes, sorted(set(functions.values())), frozenset())
                 and isinstance(cut, list) and isinstance(renamed, list) and set(cut) | set(renamed) <= set(distinct)):
             return None
     except TypeError:  # a name that is not a string
@@ -103,9 +105,12 @@ def _decoded(item: Any, distinct: list[str]) -> SourceNames | None:
     return SourceNames(functions, classes, frozenset(cut), frozenset(renamed))
 
 
-def _names_map(found: Any, keys: list[str]) -> bool:
-    return (isinstance(found, dict) and sorted(found) == keys
-            and all(isinstance(value, str) and value.isidentifier() for value in found.values()))
+def _names_map(found: Any, keys: list[str], reserved: frozenset[str]) -> bool:
+    """`found` names exactly `keys`, each a distinct identifier that is neither a keyword nor `reserved` (a crafted
+    entry naming two tools alike would make one `def` hide the other)."""
+    return (isinstance(found, dict) and sorted(found) == keys and len(set(found.values())) == len(found)
+            and all(isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)
+                    and value not in reserved for value in found.values()))
 
 
 def _well_formed(payload: Any) -> bool:
