@@ -47,6 +47,9 @@ class Entry:
     payload: Any
     blob: str = ""
     """sha256 of the entry's blob file (`save_with_blob`), or empty (none, or its reader checks it piece by piece)."""
+    stamp: str = ""
+    """The blob's stamp as the entry was saved (`incremental.stamps`): while the blob still has it, the hashes the
+    payload keeps of its bytes hold without reading them. Empty: none recorded."""
 
 
 def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
@@ -112,11 +115,11 @@ def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: C
     if data.get("toolc") != identity.toolc_identity():
         ignored(diagnostics, path, "written by another toolc (version, code or libraries differ)")
         return None
-    key, payload, blob = data.get("key"), data.get("payload"), data.get("blob", "")
-    if not isinstance(key, str) or not isinstance(blob, str) or not valid(payload):
+    key, payload, blob, stamp = data.get("key"), data.get("payload"), data.get("blob", ""), data.get("stamp", "")
+    if not (isinstance(key, str) and isinstance(blob, str) and isinstance(stamp, str)) or not valid(payload):
         ignored(diagnostics, path, "its content is malformed (corrupted)")
         return None
-    return Entry(key, payload, blob)
+    return Entry(key, payload, blob, stamp)
 
 
 def save(out_dir: Path, kind: str, entry: Entry) -> None:
@@ -137,7 +140,7 @@ def save(out_dir: Path, kind: str, entry: Entry) -> None:
 
 def _envelope(kind: str, entry: Entry) -> dict[str, Any]:
     return {"format": STORE_FORMAT, "kind": kind, "toolc": identity.toolc_identity(), "key": entry.key,
-            "payload": entry.payload, "blob": entry.blob}
+            "payload": entry.payload, "blob": entry.blob, "stamp": entry.stamp}
 
 
 def _prepare(folder: Path) -> None:

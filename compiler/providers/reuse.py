@@ -20,7 +20,9 @@ tokens measured when it was placed. What the compile does with them depends on w
   It is never hashed whole (nothing wants its sha256).
 Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
-lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
+lowers every tool again without the cache. The index also records the tools file's stamp as it was saved
+(`incremental.stamps`): a file that still has it was not written since, so its spans' hashes hold unread (a
+Graph recompile no longer reads 433 MB of grown files to check them, nor hashes a file used as it is). The index holds only this compile's tools, so it never grows past
 one compile's worth.
 """
 
@@ -36,7 +38,7 @@ import orjson
 
 from compiler.build import Layout, Span
 from compiler.config import Config
-from compiler.incremental import store
+from compiler.incremental import stamps, store
 from compiler.incremental.project import stream_digest
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.serialize import compact_json
@@ -69,16 +71,21 @@ it was written), so one read serves the next few dozen (Microsoft Graph: 45,000 
 class _Blob:
     """The last compile's tools file, read one window at a time (never whole)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, recorded_stamp: str) -> None:
+        """`recorded_stamp`: the file's stamp as its index was saved (`incremental.stamps`; empty: none)."""
         self.path = path
         self._fd = store.open_regular(path)  # never through a symlink: `grown_file` appends to it
-        self.size = os.fstat(self._fd).st_size
+        found = os.fstat(self._fd)
+        self.size = found.st_size
+        self.as_recorded = bool(recorded_stamp) and stamps.of(found) == recorded_stamp
+        """Not written since its index was saved: the hashes the index keeps of its bytes hold unread."""
         self._window, self._window_at = memoryview(b""), 0
 
     def read(self, offset: int, length: int, sha256: str) -> memoryview:
-        """The bytes at `offset`, checked against `sha256` (`DamagedCache` otherwise)."""
+        """The bytes at `offset`, checked against `sha256` unless the file is as recorded (`DamagedCache`
+        otherwise)."""
         content = self.bytes_at(offset, length)
-        if len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
+        if len(content) != length or (not self.as_recorded and hashlib.sha256(content).hexdigest() != sha256):
             raise DamagedCache(self.path)
         return content
 
@@ -164,10 +171,11 @@ class PriorLowerings:
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
         self._blob_path = store.cache_path(out_dir, kind(target), suffix=".blob")
-        self._blob = _open_blob(self._blob_path, diagnostics) if found is not None and found.key == self._settings \
-            else None
+        self._blob = _open_blob(self._blob_path, found.stamp, diagnostics) \
+            if found is not None and found.key == self._settings else None
         self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
         self._previous_blob = found.blob if found is not None and self._blob is not None else ""
+        self._previous_stamp = found.stamp if found is not None and self._blob is not None else ""
         self._now: dict[str, Mapping[str, Any]] = {}
         """Key → this compile's record, without where its definition sits (`save` adds it): a hit's is the last
         compile's record itself, never copied (Microsoft Graph: 45,000 of them, on every recompile)."""
@@ -228,7 +236,7 @@ class PriorLowerings:
             offset += span.length + len(shape.sep)
         if offset - len(shape.sep) + len(shape.tail) != self._blob.size:
             return None
-        if stream_digest(self._blob.path) != self._previous_blob:
+        if not self._blob.as_recorded and stream_digest(self._blob.path) != self._previous_blob:
             return None  # altered since: written from the definitions, whose ranges are checked one by one
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
         return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
@@ -250,8 +258,9 @@ class PriorLowerings:
         live = sum(span.length for span in reused.values()) + fresh_bytes
         if self._blob.size + fresh_bytes > GROWN_LIMIT * live:
             return None
-        for span in sorted(reused.values(), key=lambda span: span.offset):  # in file order: one window serves many
-            span.placed()
+        if not self._blob.as_recorded:  # else its spans are as their hashes say, unread
+            for span in sorted(reused.values(), key=lambda span: span.offset):  # in file order: one window serves many
+                span.placed()
         try:
             link.unlink(missing_ok=True)
             os.link(self._blob.path, link, follow_symlinks=False)
@@ -293,10 +302,11 @@ class PriorLowerings:
                 at[self._keys[tool_id]] = [span.offset, span.length, *measures[tool_id]]
         kept = {key: lowered.definition for key, lowered in self._made.items() if id(lowered) not in sent}
         payload = {key: _record(item, at.get(key), kept.get(key)) for key, item in self._now.items()}
-        entry = store.Entry(self._settings, payload, layout.sha256)
+        stamp = _settled_stamp(tools_file)
+        entry = store.Entry(self._settings, payload, layout.sha256, stamp)
         if tools_file not in (self._blob_path, self._in_place):
             store.save_with_blob(self._out_dir, kind(self._target), entry, tools_file)
-        elif payload != self._previous:  # the cache's tools file, used as it is or grown: its index alone
+        elif payload != self._previous or stamp != self._previous_stamp:  # the cache's tools file, as it is or grown
             store.save(self._out_dir, kind(self._target), entry)
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
@@ -335,9 +345,17 @@ def _append(path: Path, fresh: Sequence[Lowered], known: Mapping[str, Placed], t
     return placed
 
 
-def _open_blob(path: Path, diagnostics: Diagnostics) -> _Blob | None:
+def _settled_stamp(tools_file: Path) -> str:
+    """The stamp of the tools file this compile has just written, grown or checked (every span it gives back was
+    checked against its hash, or its file was as recorded): recorded with its index, so that the next compile
+    takes its spans' hashes as they are while the file still has it. Empty when the clock cannot vouch for it."""
+    stamp = stamps.of_path(tools_file)
+    return stamp if stamps.settle([stamp]) else ""
+
+
+def _open_blob(path: Path, recorded_stamp: str, diagnostics: Diagnostics) -> _Blob | None:
     try:
-        return _Blob(path)
+        return _Blob(path, recorded_stamp)
     except OSError as exc:
         store.ignored(diagnostics, path, f"its blob is unreadable ({exc.strerror or exc})")
         return None
