@@ -57,6 +57,8 @@ class KeptFiles:
         self._out_dir = out_dir
         entry = store.load(out_dir, KIND, diagnostics, _well_formed) if out_dir is not None else None
         self._previous: dict[str, Any] = entry.payload if entry is not None and entry.key == _FORMAT else {}
+        self._sealed = entry is not None and entry.sealed
+        """The record is as the last compile wrote it: the stamps it holds can be relied on."""
         self._now: dict[str, list[str]] = {}
 
     def find(self, path: str, file_recipe: str) -> Kept | None:
@@ -67,7 +69,7 @@ class KeptFiles:
             return None
         existing = self._out_dir.resolve() / path
         _recipe, digest, stamp = recorded
-        if stamp and stamps.of_path(existing) == stamp:
+        if self._sealed and stamp and stamps.of_path(existing) == stamp:
             return Kept(existing, digest)  # not written since it was recorded: its sha256 holds
         return Kept(existing, digest) if stream_digest(existing) == digest else None
 

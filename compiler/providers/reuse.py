@@ -171,7 +171,7 @@ class PriorLowerings:
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
         self._blob_path = store.cache_path(out_dir, kind(target), suffix=".blob")
-        self._blob = _open_blob(self._blob_path, found.stamp, diagnostics) \
+        self._blob = _open_blob(self._blob_path, found.stamp if found.sealed else "", diagnostics) \
             if found is not None and found.key == self._settings else None
         self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
         self._previous_blob = found.blob if found is not None and self._blob is not None else ""

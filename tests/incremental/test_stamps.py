@@ -165,3 +165,33 @@ def test_kept_files_as_recorded_are_not_read_and_a_touched_one_is_hashed_and_kep
         handle.write(cold[touched].replace(b'"description"', b'"descriptioN"', 1))
     _build, again = compile_into(spec, out)
     assert again == cold and (out / touched).stat().st_ino != inode, "made again"
+
+
+def test_an_index_edited_since_its_compile_has_its_spans_checked(spec: Path, tmp_path: Path,
+                                                                 span_checks: list[int]) -> None:
+    """The stamps an index records hold only while the index is as toolc wrote it (its seal, `store`): two
+    entries' ranges swapped, the tools file untouched, must not send one tool's definition as another's."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    index = store.cache_path(out, reuse.kind("openai-chat"))
+    assert store.cache_path(out, reuse.kind("openai-chat"), suffix=".seal").read_text() == stamps.of_path(index)
+    data = orjson.loads(index.read_bytes())
+    first, second = [item for item in data["payload"].values() if item["at"]][:2]
+    first["at"][:2], second["at"][:2] = second["at"][:2], first["at"][:2]  # each range at the other's bytes
+    index.write_bytes(orjson.dumps(data))
+    reword(spec, "Reworded.")
+    span_checks.clear()
+    build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean")
+    assert span_checks, "the edited index's spans are checked"
+    assert [d.source for d in build.diagnostics if d.code == store.CACHE_IGNORED] == [str(blob_of(out, "openai-chat"))]
+
+
+def test_a_kept_files_record_edited_since_is_not_relied_on(spec: Path, tmp_path: Path, kept_hashed: list[str]) -> None:
+    out = tmp_path / "out"
+    _build, cold = compile_into(spec, out)
+    path = store.cache_path(out, kept_files.KIND)
+    path.write_bytes(path.read_bytes() + b" ")  # the same record, written again by another hand
+    kept_hashed.clear()
+    _build, warm = compile_into(spec, out)
+    assert warm == cold and kept_hashed, "every kept file hashed"
