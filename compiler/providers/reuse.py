@@ -376,10 +376,13 @@ def _encode(outcome: Outcome, keep_parameters: bool) -> dict[str, Any]:
     }
 
 
-def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObject | None) -> dict[str, Any]:
+def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObject | None) -> Mapping[str, Any]:
     """`item` as the index keeps it: with where its definition sits in the tools file (`at`), or, for a lowering
-    not sent, its `definition` itself (neither for a tool that did not lower)."""
+    not sent, its `definition` itself (neither for a tool that did not lower). A hit whose definition stayed where
+    it was is its record as it is (a grown tools file's every reused one: nothing made, and compared by identity)."""
     lowered = item["lowered"]
+    if definition is None and at == item["at"] and not (isinstance(lowered, dict) and "definition" in lowered):
+        return item
     if definition is not None:
         lowered = {**lowered, "definition": definition}
     elif isinstance(lowered, dict) and "definition" in lowered:
