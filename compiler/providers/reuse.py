@@ -241,20 +241,20 @@ class PriorLowerings:
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
         return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
 
-    def grown_file(self, final: Sequence[Lowered], known: Mapping[str, Placed], fresh_bytes: int, link: Path
-                   ) -> tuple[Path, dict[str, Measure], Layout] | None:
+    def grown_file(self, final: Sequence[Lowered], reused: Mapping[str, CachedSpan], known: Mapping[str, Placed],
+                   fresh_bytes: int, link: Path) -> tuple[Path, dict[str, Measure], Layout] | None:
         """For a tools file that is not in the output (its tools do not fit one request): the last compile's,
         linked at `link`, with the definitions this cache did not give back appended, and each it did checked
         against its sha256 (`DamagedCache` otherwise). Such a file is then a heap of definitions, each at its
         span, not an array: the fit stage and the next compile read it by spans only. Microsoft Graph's three
         (433 MB) are no longer copied on a recompile to change one definition. `known`: the definitions' bytes
-        that are already placed (the workers'; the others are placed here); `fresh_bytes`: how many bytes the
+        that are already placed (the workers'; the others are placed here); `reused`: `reused(final)`, made once
+        by the caller; `fresh_bytes`: how many bytes the
         definitions not given back take, as far as known without reading them. None when the last file cannot
         grow (none, linked elsewhere or on another file system than `link`, or past `GROWN_LIMIT`): then it is
         written from the definitions."""
         if self._blob is None or not final or not self._blob.alone():
             return None
-        reused = self.reused(final)
         live = sum(span.length for span in reused.values()) + fresh_bytes
         if self._blob.size + fresh_bytes > GROWN_LIMIT * live:
             return None

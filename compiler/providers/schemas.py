@@ -35,7 +35,14 @@ from compiler.providers.lower import (
 )
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.reuse import DamagedCache, PriorLowerings
-from compiler.providers.slices import Request, SlicedLowering, SpooledLowered, placements, spooled_bytes
+from compiler.providers.slices import (
+    Placements,
+    Request,
+    SlicedLowering,
+    SpooledLowered,
+    placements,
+    spooled_bytes,
+)
 from compiler.providers.spans import Measure, array_bytes, write_array
 
 
@@ -266,9 +273,9 @@ def _reused_file(prior: PriorLowerings | None, ordered: list[Lowered], in_output
         return None
     if in_output:
         return prior.unchanged_file(ordered)
-    reused = prior.reused(ordered)
+    reused = prior.reused(ordered)  # once: a walk of every lowering
     fresh = [item for item in ordered if item.tool.id not in reused]  # their sizes, as far as known unread
-    return prior.grown_file(ordered, placements(prior, ordered), spooled_bytes(fresh), spool)
+    return prior.grown_file(ordered, reused, Placements(ordered, reused), spooled_bytes(fresh), spool)
 
 
 def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _Written) -> _Emitted:
