@@ -195,3 +195,22 @@ def test_a_kept_files_record_edited_since_is_not_relied_on(spec: Path, tmp_path:
     kept_hashed.clear()
     _build, warm = compile_into(spec, out)
     assert warm == cold and kept_hashed, "every kept file hashed"
+
+
+@pytest.mark.parametrize("plant", ["fifo", "garbage"])
+def test_a_seal_that_is_not_one_leaves_the_index_unsealed(spec: Path, tmp_path: Path, span_checks: list[int],
+                                                          plant: str) -> None:
+    """A seal planted as a FIFO never hangs the compile, and one holding anything but the index's stamp (here a
+    big file) is not read past a stamp's length: either way the index is unsealed and its spans are checked."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    seal = store.cache_path(out, reuse.kind("openai-chat"), suffix=".seal")
+    seal.unlink()
+    if plant == "fifo":
+        os.mkfifo(seal)
+    else:
+        seal.write_bytes(b"0" * (1 << 20))
+    reword(spec, "Reworded.")
+    span_checks.clear()
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean") and len(span_checks) >= 139
