@@ -57,6 +57,8 @@ class Entry:
     payload keeps of its bytes hold without reading them (when the entry is `sealed`). Empty: none recorded."""
     sealed: bool = False
     """Set by `load`: the file is as `save` wrote it (its seal holds its stamp), so the stamps it records hold."""
+    own: str = ""
+    """Set by `load`: the stamp of the file it was read from (what an entry saved against it names)."""
 
 
 def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
@@ -69,9 +71,10 @@ def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
         return None
     raw, stamp = found
     entry = _entry(raw, path, kind, diagnostics, valid)
-    if entry is None or not stamp or _seal_of(out_dir, kind) != stamp:
-        return entry
-    return Entry(entry.key, entry.payload, entry.blob, entry.stamp, sealed=True)
+    if entry is None:
+        return None
+    sealed = bool(stamp) and _seal_of(out_dir, kind) == stamp
+    return Entry(entry.key, entry.payload, entry.blob, entry.stamp, sealed=sealed, own=stamp)
 
 
 def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:

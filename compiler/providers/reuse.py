@@ -22,7 +22,14 @@ Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifte
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
 lowers every tool again without the cache. The index also records the tools file's stamp as it was saved
 (`incremental.stamps`): a file that still has it was not written since, so its spans' hashes hold unread (a
-Graph recompile no longer reads 433 MB of grown files to check them, nor hashes a file used as it is). The index holds only this compile's tools, so it never grows past
+Graph recompile no longer reads 433 MB of grown files to check them, nor hashes a file used as it is).
+
+A grown tools file's index changes by a few records per recompile: they are saved as a delta beside it
+(`<output>.lowered-<target>-delta.json`: the records put and the keys dropped since the index, named by the
+index file's stamp), and the index is written whole again only once the delta holds over a `DELTA_LIMIT`th of
+its records (Microsoft Graph: three 17 MB indexes encoded and replaced on every recompile for a handful of
+records). A delta that does not name the index as it is, or is not ours, is ignored (TC140 for the latter): the
+index's records still hold for their keys, since a grown file only ever has definitions appended. The index holds only this compile's tools, so it never grows past
 one compile's worth.
 """
 
@@ -50,6 +57,14 @@ from compiler.providers.spans import Measure, Placed, frame, place
 
 def kind(target: str) -> str:
     return f"lowered-{target}"
+
+
+def delta_kind(target: str) -> str:
+    return f"lowered-{target}-delta"
+
+
+DELTA_LIMIT = 16
+"""The index is written whole again once its delta would hold more than a 16th of its records."""
 
 
 class DamagedCache(ValueError):
@@ -171,11 +186,20 @@ class PriorLowerings:
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
         self._blob_path = store.cache_path(out_dir, kind(target), suffix=".blob")
-        self._blob = _open_blob(self._blob_path, found.stamp if found.sealed else "", diagnostics) \
-            if found is not None and found.key == self._settings else None
-        self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
-        self._previous_blob = found.blob if found is not None and self._blob is not None else ""
-        self._previous_stamp = found.stamp if found is not None and self._blob is not None else ""
+        self._blob: _Blob | None = None
+        self._base: Mapping[str, Any] | None = None
+        """The index as its file holds it (a delta is saved against it)."""
+        self._base_own = self._previous_blob = self._previous_stamp = ""
+        self._previous: Mapping[str, Any] = {}
+        if found is not None and found.key == self._settings:
+            delta = _delta(out_dir, target, found, self._settings, diagnostics)
+            last = delta or found  # the entry holding the tools file's latest stamp and sha256
+            trusted = found.sealed and last.sealed
+            self._blob = _open_blob(self._blob_path, last.stamp if trusted else "", diagnostics)
+            if self._blob is not None:
+                self._base, self._base_own = found.payload, found.own
+                self._previous = _merged(found.payload, delta)
+                self._previous_blob, self._previous_stamp = last.blob, last.stamp
         self._now: dict[str, Mapping[str, Any]] = {}
         """Key → this compile's record, without where its definition sits (`save` adds it): a hit's is the last
         compile's record itself, never copied (Microsoft Graph: 45,000 of them, on every recompile)."""
@@ -306,8 +330,27 @@ class PriorLowerings:
         entry = store.Entry(self._settings, payload, layout.sha256, stamp)
         if tools_file not in (self._blob_path, self._in_place):
             store.save_with_blob(self._out_dir, kind(self._target), entry, tools_file)
+            store.forget(self._out_dir, delta_kind(self._target))
         elif payload != self._previous or stamp != self._previous_stamp:  # the cache's tools file, as it is or grown
-            store.save(self._out_dir, kind(self._target), entry)
+            delta = self._delta_of(payload)
+            if delta is None:
+                store.save(self._out_dir, kind(self._target), entry)
+                store.forget(self._out_dir, delta_kind(self._target))
+            else:
+                store.save(self._out_dir, delta_kind(self._target),
+                           store.Entry(_delta_key(self._settings, self._base_own), delta, layout.sha256, stamp))
+
+    def _delta_of(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """`payload` as the records put and the keys dropped since the index file (a hit's record is the index's
+        own object, `_record`); None when there is no index to save against or the delta would be too big."""
+        if self._base is None:
+            return None
+        base = self._base
+        put = {key: item for key, item in payload.items() if base.get(key) is not item}
+        drop = [key for key in base if key not in payload]
+        if (len(put) + len(drop)) * DELTA_LIMIT > len(payload):
+            return None
+        return {"put": put, "drop": drop}
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
         diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
@@ -391,5 +434,30 @@ def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObjec
             "resolver": item["resolver"], "at": at}
 
 
+def _delta_key(settings: str, index_stamp: str) -> str:
+    return f"{settings}:{index_stamp}"
+
+
+def _delta(out_dir: Path, target: str, index: store.Entry, settings: str, diagnostics: Diagnostics
+           ) -> store.Entry | None:
+    """The delta saved against `index` as its file is now, or None."""
+    found = store.load(out_dir, delta_kind(target), diagnostics, _well_formed_delta)
+    return found if found is not None and found.key == _delta_key(settings, index.own) else None
+
+
+def _merged(base: Mapping[str, Any], delta: store.Entry | None) -> Mapping[str, Any]:
+    if delta is None:
+        return base
+    dropped = set(delta.payload["drop"])
+    merged = {key: item for key, item in base.items() if key not in dropped}
+    merged.update(delta.payload["put"])
+    return merged
+
+
 def _well_formed(payload: Any) -> bool:
     return isinstance(payload, dict) and all(isinstance(item, dict) for item in payload.values())
+
+
+def _well_formed_delta(payload: Any) -> bool:
+    return (isinstance(payload, dict) and _well_formed(payload.get("put"))
+            and isinstance(payload.get("drop"), list) and all(isinstance(key, str) for key in payload["drop"]))

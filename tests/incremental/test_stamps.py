@@ -214,3 +214,70 @@ def test_a_seal_that_is_not_one_leaves_the_index_unsealed(spec: Path, tmp_path: 
     span_checks.clear()
     _build, changed = compile_into(spec, out)
     assert changed == clean(spec, tmp_path, "clean") and len(span_checks) >= 139
+
+
+def delta_of(out: Path, target: str) -> Path:
+    return store.cache_path(out, reuse.delta_kind(target))
+
+
+def test_a_grown_files_index_is_saved_as_a_delta_and_read_back_with_it(spec: Path, tmp_path: Path,
+                                                                       span_checks: list[int]) -> None:
+    """A recompile that grows OpenAI's tools files saves the few records it changed beside their indexes (the
+    indexes stay as they were); the next compile reads both, checks no span, and gives a compile from nothing."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    index = store.cache_path(out, reuse.kind("openai-chat"))
+    before = index.read_bytes(), stamps.of_path(index)
+    reword(spec, "Reworded.")
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-1")
+    assert (index.read_bytes(), stamps.of_path(index)) == before, "the index is not written again"
+    delta = orjson.loads(delta_of(out, "openai-chat").read_bytes())["payload"]
+    assert len(delta["put"]) == 1 and len(delta["drop"]) == 1, "the reworded tool's record replaces its last one"
+    reword(spec, "Reworded again.")
+    span_checks.clear()
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean-2") and not span_checks
+    delta = orjson.loads(delta_of(out, "openai-chat").read_bytes())["payload"]
+    assert len(delta["put"]) == 1 and len(delta["drop"]) == 1, "against the index: the first change's record dropped"
+
+
+def test_a_delta_past_its_limit_writes_the_index_whole(spec: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reuse, "DELTA_LIMIT", 10**9)  # any change is too many
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    index = store.cache_path(out, reuse.kind("openai-chat"))
+    before = index.read_bytes()
+    reword(spec, "Reworded.")
+    _build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean") and index.read_bytes() != before
+    assert not delta_of(out, "openai-chat").exists()
+
+
+@pytest.mark.parametrize("damage", ["not json", "another index's", "edited"])
+def test_a_delta_that_is_not_the_indexs_is_ignored(spec: Path, tmp_path: Path, span_checks: list[int],
+                                                   damage: str) -> None:
+    """The index's records still hold for their keys (a grown file only has definitions appended): a delta that is
+    not JSON (a TC140 note), was saved against another index, or was edited since (unsealed) leaves the compile
+    checking every span it reuses, and its output a compile from nothing."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    reword(spec, "Reworded.")
+    compile_into(spec, out)
+    path = delta_of(out, "openai-chat")
+    data = orjson.loads(path.read_bytes())
+    if damage == "not json":
+        path.write_bytes(b"{" + path.read_bytes()[:50])
+    elif damage == "another index's":
+        data["key"] = data["key"].rsplit(":", 1)[0] + ":0:0:0:0"
+        path.write_bytes(orjson.dumps(data))
+    else:
+        path.write_bytes(orjson.dumps(data) + b" ")
+    reword(spec, "Reworded again.")
+    span_checks.clear()
+    build, changed = compile_into(spec, out)
+    assert changed == clean(spec, tmp_path, "clean")
+    assert len(span_checks) >= 139 if damage != "edited" else span_checks
+    notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
+    assert len(notes) == (1 if damage == "not json" else 0), notes
