@@ -28,7 +28,7 @@ import orjson
 from compiler.build import Build
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.parallel import Claims, can_fork, cores, fork_each
+from compiler.infra.parallel import Claims, can_fork, cores, here_and_forked
 from compiler.ir import JsonObject, Tool
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered, LoweringCache, lower_env, options_key
@@ -266,7 +266,7 @@ class SlicedLowering:
         claims = Claims(len(runs), len(spools))
         tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
                  for path in spools]
-        return list(zip(spools, fork_each(tasks, len(spools), budget_mb=limits.worker_budget()), strict=True))
+        return list(zip(spools, here_and_forked(tasks, budget_mb=limits.worker_budget()), strict=True))
 
     def _open(self, spool: Path, targets: set[str]) -> dict[str, BinaryIO]:
         handles: dict[str, BinaryIO] = {target: spool_path(spool, target).open("rb") for target in sorted(targets)}

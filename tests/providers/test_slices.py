@@ -15,7 +15,7 @@ import pytest
 from compiler.build import Build
 from compiler.config import Config
 from compiler.infra.output import read_tree
-from compiler.infra.parallel import can_fork, fork_each
+from compiler.infra.parallel import can_fork, here_and_forked
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import codes, inline_budget, schemas, slices, validate
 from compiler.providers.spans import Measure
@@ -114,28 +114,33 @@ def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
     here: list[list[slices.Request]] = []
     claimed: list[list[slices.Request]] = []
-    real_slice, real_fork = slices.lower_slice, fork_each
+    real_slice, real_fork = slices.lower_slice, here_and_forked
+    parent = os.getpid()
 
     def lowering_here(build: Build, plans: Any, requests: Any, *args: Any) -> Any:
+        if os.getpid() != parent:
+            return real_slice(build, plans, requests, *args)
         here.append(list(requests))
         return real_slice(build, plans, here[-1], *args)
 
-    def forking(tasks: Any, workers: int, **kwargs: Any) -> Any:
-        made = real_fork(tasks, workers, **kwargs)
+    def forking(tasks: Any, **kwargs: Any) -> Any:
+        made = real_fork(tasks, **kwargs)
         claimed.extend([item.request for item in part] for part in made)
         return made
 
     monkeypatch.setattr(slices, "lower_slice", lowering_here)
-    monkeypatch.setattr(slices, "fork_each", forking)
+    monkeypatch.setattr(slices, "here_and_forked", forking)
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
     monkeypatch.setattr(slices, "cores", lambda: 2)
     forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial
     assert _diagnostics(forked_build) == _diagnostics(serial_build)
     # Two rounds (every tool; then, loose, Anthropic's strict tools past its budget), each with a share lowered
-    # here first (every WARM_STRIDE-th tool: it fills the memos the workers inherit) and the rest claimed by two
-    # workers in runs of neighbouring tools: a tool's targets all in one slice, every tool in one slice only.
-    assert len(here) == 2 and len(claimed) == 4
+    # here first (every WARM_STRIDE-th tool: it fills the memos the worker inherits) and the rest claimed in runs
+    # of neighbouring tools by this process and one forked worker: a tool's targets all in one slice, every tool
+    # in one slice only.
+    assert len(here) == 4 and len(claimed) == 4
+    assert here[1] == claimed[0] and here[3] == claimed[2]  # this process lowered its claims itself, not a child
     for part in here + claimed:
         assert part == sorted(part, key=lambda request: (request.position, TARGETS.index(request.target)))
     first = [{request.position for request in part} for part in claimed[:2]]
@@ -154,14 +159,14 @@ def test_tools_left_after_the_warm_share_stay_in_this_process_when_their_estimat
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
     estimates: list[float] = []
     forks: list[int] = []
-    real_runs, real_fork = slices.SlicedLowering._lower_runs, fork_each
+    real_runs, real_fork = slices.SlicedLowering._lower_runs, here_and_forked
 
     def lowering_runs(self: slices.SlicedLowering, runs: Any, spools: Any, work: float) -> Any:
         estimates.append(work)
         return real_runs(self, runs, spools, work)
 
     monkeypatch.setattr(slices.SlicedLowering, "_lower_runs", lowering_runs)
-    monkeypatch.setattr(slices, "fork_each", lambda tasks, *args, **kwargs: forks.append(len(tasks))
+    monkeypatch.setattr(slices, "here_and_forked", lambda tasks, *args, **kwargs: forks.append(len(tasks))
                         or real_fork(tasks, *args, **kwargs))
     monkeypatch.setattr(slices, "cores", lambda: 2)
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", float("inf"))  # never worth a fork: all of it here
