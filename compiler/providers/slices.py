@@ -28,7 +28,7 @@ import orjson
 from compiler.build import Build
 from compiler.infra import limits
 from compiler.infra.diagnostics import Diagnostic
-from compiler.infra.parallel import Claims, can_fork, cores, here_and_forked
+from compiler.infra.parallel import Claims, can_fork, cores, fork_each, here_and_forked
 from compiler.ir import JsonObject, Tool
 from compiler.providers import tokens
 from compiler.providers.dialect import Lowered, LoweringCache, lower_env, options_key
@@ -47,6 +47,12 @@ than this many CPU seconds (estimated from what the share took per tool): forkin
 again and taking their records back cost about 0.1-0.2 s of CPU (Stripe's 417 tools, cold: 0.78-0.85 s in one
 process, 0.08 + 0.82-0.92 s with two workers), which a second core only earns back on more work than that. The
 work, not the number of tools, decides: tools cost 0.05 to 10 ms each depending on their schemas."""
+HERE_MAX_WORK_S = 10.0
+"""Up to this much estimated work, this process claims runs of tools itself beside one forked worker fewer
+(`parallel.here_and_forked`: a fork and a pickled result fewer, and no core left to a process that only waits);
+past it, every worker is forked and this process waits. What this process lowers fills memos it keeps for the rest
+of the compile, where a worker's memory goes back to the system as it ends: Microsoft Graph (estimated ~40 s) kept
+~170 MB more, and its full compile's peak rose from 1,129 to 1,300 MB; GitHub's and Stripe's estimates are 2-4 s."""
 
 
 class Request(NamedTuple):
@@ -258,7 +264,8 @@ class SlicedLowering:
     def _lower_runs(self, runs: Sequence[Sequence[Request]], spools: Sequence[Path],
                     work: float) -> list[tuple[Path, list[Made]]]:
         """The runs of tools left after the warm share, each spool file with what was lowered into it: here, for
-        `work` (this process's estimated CPU seconds) under `FORK_MIN_WORK_S`; else claimed by forked workers."""
+        `work` (this process's estimated CPU seconds) under `FORK_MIN_WORK_S`; else claimed by workers, this
+        process one of them up to `HERE_MAX_WORK_S`, and all of them forked past it."""
         if work < FORK_MIN_WORK_S:
             rest = (request for run in runs for request in run)
             return [(spools[0], lower_slice(self._build, self._plans, rest, spools[0], self._cache))]
@@ -266,7 +273,10 @@ class SlicedLowering:
         claims = Claims(len(runs), len(spools))
         tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
                  for path in spools]
-        return list(zip(spools, here_and_forked(tasks, budget_mb=limits.worker_budget()), strict=True))
+        budget = limits.worker_budget()
+        made = here_and_forked(tasks, budget_mb=budget) if work <= HERE_MAX_WORK_S \
+            else fork_each(tasks, len(tasks), budget_mb=budget)
+        return list(zip(spools, made, strict=True))
 
     def _open(self, spool: Path, targets: set[str]) -> dict[str, BinaryIO]:
         handles: dict[str, BinaryIO] = {target: spool_path(spool, target).open("rb") for target in sorted(targets)}

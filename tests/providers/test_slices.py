@@ -15,7 +15,7 @@ import pytest
 from compiler.build import Build
 from compiler.config import Config
 from compiler.infra.output import read_tree
-from compiler.infra.parallel import can_fork, here_and_forked
+from compiler.infra.parallel import can_fork, fork_each, here_and_forked
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import codes, inline_budget, schemas, slices, validate
 from compiler.providers.spans import Measure
@@ -176,6 +176,30 @@ def test_tools_left_after_the_warm_share_stay_in_this_process_when_their_estimat
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)  # always worth one: two workers per round
     _build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial and forks == [2, 2]
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+def test_past_the_work_this_process_may_keep_the_memos_of_every_worker_is_forked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to `HERE_MAX_WORK_S`, this process is one of the workers (and keeps what its share filled); past it,
+    each worker is a forked child, whose memory goes back to the system when it ends: the same bytes either way."""
+    serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    ways: list[tuple[str, int]] = []
+    real_here, real_fork = here_and_forked, fork_each
+    monkeypatch.setattr(slices, "here_and_forked", lambda tasks, **kwargs: ways.append(("here", len(tasks)))
+                        or real_here(tasks, **kwargs))
+    monkeypatch.setattr(slices, "fork_each", lambda tasks, workers, **kwargs: ways.append(("forked", workers))
+                        or real_fork(tasks, workers, **kwargs))
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
+    monkeypatch.setattr(slices, "HERE_MAX_WORK_S", 0.0)  # every estimate is past it
+    forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
+    assert forked == serial and _diagnostics(forked_build) == _diagnostics(serial_build)
+    assert ways == [("forked", 2), ("forked", 2)]
+    ways.clear()
+    monkeypatch.setattr(slices, "HERE_MAX_WORK_S", float("inf"))
+    _build, shared = _compile(tmp_path, "shared", "2", monkeypatch)
+    assert shared == serial and ways == [("here", 2), ("here", 2)]
 
 
 @pytest.mark.skipif(not can_fork(), reason="the tools files are written aside in a forked child")
