@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -53,6 +53,25 @@ HERE_MAX_WORK_S = 10.0
 past it, every worker is forked and this process waits. What this process lowers fills memos it keeps for the rest
 of the compile, where a worker's memory goes back to the system as it ends: Microsoft Graph (estimated ~40 s) kept
 ~170 MB more, and its full compile's peak rose from 1,129 to 1,300 MB; GitHub's and Stripe's estimates are 2-4 s."""
+
+
+class Meanwhile:
+    """Work of this process that needs no lowering (the pipeline's catalog.json), done once, whichever round or
+    retry of the lowering asks first: while a forked worker lowers beside this process (it then claims fewer
+    tools), else before this process lowers without one, in the order the stages had it."""
+
+    def __init__(self, work: Callable[[], None] | None = None) -> None:
+        self._work = work
+
+    def __call__(self) -> None:
+        work, self._work = self._work, None
+        if work is not None:
+            work()
+
+
+def _after(first: Callable[[], None], then: Callable[[], list[Made]]) -> list[Made]:
+    first()
+    return then()
 
 
 class Request(NamedTuple):
@@ -195,8 +214,9 @@ class SlicedLowering:
     `close()` when the tools files are written."""
 
     def __init__(self, build: Build, plans: Mapping[str, TargetPlan],
-                 priors: Mapping[str, PriorLowerings | None]) -> None:
+                 priors: Mapping[str, PriorLowerings | None], meanwhile: Meanwhile | None = None) -> None:
         self._build, self._plans, self._priors = build, plans, priors
+        self._meanwhile = meanwhile or Meanwhile()
         self._cache = LoweringCache()
         """The in-process slices' (kept across rounds, as the resolver's memo is); a forked worker's copy starts
         empty and goes with it."""
@@ -223,6 +243,7 @@ class SlicedLowering:
             prior = self._priors[item.request.target]
             if prior is not None:
                 prior.put(tool, self._plans[item.request.target].names[tool.id], item.request.strict, outcome)
+        self._meanwhile()  # nothing was left to lower (every request the cache's): done now
         done = [outcome for outcome in outcomes if outcome is not None]
         if len(done) != len(requests):
             raise RuntimeError("a lowering request got no outcome")  # every miss is lowered: never happens
@@ -250,6 +271,8 @@ class SlicedLowering:
         workers = min(cores(), len(distinct))
         warm, runs = _warm_and_runs(by_tool, distinct) if workers > 1 and can_fork() else (by_tool, [])
         spools = [spool.with_name(f"{spool.name}-{k}") for k in range(1 + workers)]
+        if not runs:
+            self._meanwhile()
         started = time.process_time()
         found = [(spools[0], lower_slice(self._build, self._plans, warm, spools[0], self._cache))]
         if runs:
@@ -267,6 +290,7 @@ class SlicedLowering:
         `work` (this process's estimated CPU seconds) under `FORK_MIN_WORK_S`; else claimed by workers, this
         process one of them up to `HERE_MAX_WORK_S`, and all of them forked past it."""
         if work < FORK_MIN_WORK_S:
+            self._meanwhile()
             rest = (request for run in runs for request in run)
             return [(spools[0], lower_slice(self._build, self._plans, rest, spools[0], self._cache))]
         tokens.preload()  # loaded once before forking: every worker counts tokens with the parent's tokenizer
@@ -274,8 +298,11 @@ class SlicedLowering:
         tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
                  for path in spools]
         budget = limits.worker_budget()
-        made = here_and_forked(tasks, budget_mb=budget) if work <= HERE_MAX_WORK_S \
-            else fork_each(tasks, len(tasks), budget_mb=budget)
+        if work <= HERE_MAX_WORK_S:  # this process does its other work first, then claims what is left
+            made = here_and_forked([partial(_after, self._meanwhile, tasks[0]), *tasks[1:]], budget_mb=budget)
+        else:
+            self._meanwhile()
+            made = fork_each(tasks, len(tasks), budget_mb=budget)
         return list(zip(spools, made, strict=True))
 
     def _open(self, spool: Path, targets: set[str]) -> dict[str, BinaryIO]:

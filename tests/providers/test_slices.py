@@ -5,6 +5,7 @@ limits), and the output is the same bytes whether the slices run here or in fork
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from collections import Counter
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from compiler import pipeline
 from compiler.build import Build
 from compiler.config import Config
 from compiler.infra.output import read_tree
@@ -200,6 +202,35 @@ def test_past_the_work_this_process_may_keep_the_memos_of_every_worker_is_forked
     monkeypatch.setattr(slices, "HERE_MAX_WORK_S", float("inf"))
     _build, shared = _compile(tmp_path, "shared", "2", monkeypatch)
     assert shared == serial and ways == [("here", 2), ("here", 2)]
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+def test_catalog_json_is_written_while_the_forked_worker_lowers_beside_this_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """catalog.json needs no lowering: this process writes it after forking its worker, then claims what is left
+    (the worker has taken more meanwhile); past `HERE_MAX_WORK_S` (every worker forked) and without a worker, it
+    is written before lowering, as the catalog.json stage did. Once each time, and the same bytes."""
+    serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    children_then: list[int] = []
+    real_emit = pipeline.emit_catalog
+
+    def emitting(build: Build) -> None:
+        children_then.append(len(multiprocessing.active_children()))
+        real_emit(build)
+
+    monkeypatch.setattr(pipeline, "emit_catalog", emitting)
+    _build, again = _compile(tmp_path, "again", "1", monkeypatch)
+    assert again == serial and children_then == [0]
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
+    children_then.clear()
+    beside_build, beside = _compile(tmp_path, "beside", "2", monkeypatch)
+    assert beside == serial and _diagnostics(beside_build) == _diagnostics(serial_build)
+    assert children_then == [1]  # the worker was lowering while this process wrote the catalog
+    monkeypatch.setattr(slices, "HERE_MAX_WORK_S", 0.0)
+    children_then.clear()
+    _build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
+    assert forked == serial and children_then == [0]
 
 
 @pytest.mark.skipif(not can_fork(), reason="the tools files are written aside in a forked child")
