@@ -47,18 +47,21 @@ than this many CPU seconds (estimated from what the share took per tool): forkin
 again and taking their records back cost about 0.1-0.2 s of CPU (Stripe's 417 tools, cold: 0.78-0.85 s in one
 process, 0.08 + 0.82-0.92 s with two workers), which a second core only earns back on more work than that. The
 work, not the number of tools, decides: tools cost 0.05 to 10 ms each depending on their schemas."""
-HERE_MAX_WORK_S = 10.0
-"""Up to this much estimated work, this process claims runs of tools itself beside one forked worker fewer
+HERE_MAX_TOOLS = 4096
+"""Up to this many tools in the catalog, this process claims runs of tools itself beside one forked worker fewer
 (`parallel.here_and_forked`: a fork and a pickled result fewer, and no core left to a process that only waits);
 past it, every worker is forked and this process waits. What this process lowers fills memos it keeps for the rest
-of the compile, where a worker's memory goes back to the system as it ends: Microsoft Graph (estimated ~40 s) kept
-~170 MB more, and its full compile's peak rose from 1,129 to 1,300 MB; GitHub's and Stripe's estimates are 2-4 s."""
+of the compile, where a worker's memory goes back to the system as it ends: Microsoft Graph (11,422 tools) kept
+~170 MB more (~30 KB per tool it lowered), and its full compile's peak rose from 1,129 to 1,300 MB; GitHub has
+1,223 tools, Stripe 417. A count, not the work estimated after the warm share: it is known before the stage
+starts, so the work this process does beside its worker (`Meanwhile`) keeps its old place past it."""
 
 
 class Meanwhile:
     """Work of this process that needs no lowering (the pipeline's catalog.json), done once, whichever round or
     retry of the lowering asks first: while a forked worker lowers beside this process (it then claims fewer
-    tools), else before this process lowers without one, in the order the stages had it."""
+    tools); else before lowering, in the order the stages had it (done after the share lowered here, before forking
+    every worker, it left Microsoft Graph's peak PSS ~40 MB higher; after them, ~17 MB)."""
 
     def __init__(self, work: Callable[[], None] | None = None) -> None:
         self._work = work
@@ -217,6 +220,9 @@ class SlicedLowering:
                  priors: Mapping[str, PriorLowerings | None], meanwhile: Meanwhile | None = None) -> None:
         self._build, self._plans, self._priors = build, plans, priors
         self._meanwhile = meanwhile or Meanwhile()
+        self._here = len(build.catalog.tools) <= HERE_MAX_TOOLS
+        if not self._here:  # every worker will be forked: nothing to do beside them, so done first, as it was
+            self._meanwhile()
         self._cache = LoweringCache()
         """The in-process slices' (kept across rounds, as the resolver's memo is); a forked worker's copy starts
         empty and goes with it."""
@@ -288,7 +294,7 @@ class SlicedLowering:
                     work: float) -> list[tuple[Path, list[Made]]]:
         """The runs of tools left after the warm share, each spool file with what was lowered into it: here, for
         `work` (this process's estimated CPU seconds) under `FORK_MIN_WORK_S`; else claimed by workers, this
-        process one of them up to `HERE_MAX_WORK_S`, and all of them forked past it."""
+        process one of them up to `HERE_MAX_TOOLS`, and all of them forked past it."""
         if work < FORK_MIN_WORK_S:
             self._meanwhile()
             rest = (request for run in runs for request in run)
@@ -298,10 +304,9 @@ class SlicedLowering:
         tasks = [partial(lower_slice, self._build, self._plans, claimed(runs, claims), path, self._cache)
                  for path in spools]
         budget = limits.worker_budget()
-        if work <= HERE_MAX_WORK_S:  # this process does its other work first, then claims what is left
+        if self._here:  # this process does its other work first, then claims what is left
             made = here_and_forked([partial(_after, self._meanwhile, tasks[0]), *tasks[1:]], budget_mb=budget)
         else:
-            self._meanwhile()
             made = fork_each(tasks, len(tasks), budget_mb=budget)
         return list(zip(spools, made, strict=True))
 

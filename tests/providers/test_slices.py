@@ -183,7 +183,7 @@ def test_tools_left_after_the_warm_share_stay_in_this_process_when_their_estimat
 @pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
 def test_past_the_work_this_process_may_keep_the_memos_of_every_worker_is_forked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Up to `HERE_MAX_WORK_S`, this process is one of the workers (and keeps what its share filled); past it,
+    """Up to `HERE_MAX_TOOLS`, this process is one of the workers (and keeps what its share filled); past it,
     each worker is a forked child, whose memory goes back to the system when it ends: the same bytes either way."""
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
     ways: list[tuple[str, int]] = []
@@ -194,12 +194,12 @@ def test_past_the_work_this_process_may_keep_the_memos_of_every_worker_is_forked
                         or real_fork(tasks, workers, **kwargs))
     monkeypatch.setattr(slices, "cores", lambda: 2)
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
-    monkeypatch.setattr(slices, "HERE_MAX_WORK_S", 0.0)  # every estimate is past it
+    monkeypatch.setattr(slices, "HERE_MAX_TOOLS", 0)  # every catalog is past it
     forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial and _diagnostics(forked_build) == _diagnostics(serial_build)
     assert ways == [("forked", 2), ("forked", 2)]
     ways.clear()
-    monkeypatch.setattr(slices, "HERE_MAX_WORK_S", float("inf"))
+    monkeypatch.setattr(slices, "HERE_MAX_TOOLS", 10**9)
     _build, shared = _compile(tmp_path, "shared", "2", monkeypatch)
     assert shared == serial and ways == [("here", 2), ("here", 2)]
 
@@ -208,8 +208,8 @@ def test_past_the_work_this_process_may_keep_the_memos_of_every_worker_is_forked
 def test_catalog_json_is_written_while_the_forked_worker_lowers_beside_this_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """catalog.json needs no lowering: this process writes it after forking its worker, then claims what is left
-    (the worker has taken more meanwhile); past `HERE_MAX_WORK_S` (every worker forked) and without a worker, it
-    is written before lowering, as the catalog.json stage did. Once each time, and the same bytes."""
+    (the worker has taken more meanwhile); without a worker, and past `HERE_MAX_TOOLS` (every worker forked), before
+    lowering, as the catalog.json stage did. Once each time, and the same bytes."""
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
     children_then: list[int] = []
     real_emit = pipeline.emit_catalog
@@ -227,7 +227,7 @@ def test_catalog_json_is_written_while_the_forked_worker_lowers_beside_this_proc
     beside_build, beside = _compile(tmp_path, "beside", "2", monkeypatch)
     assert beside == serial and _diagnostics(beside_build) == _diagnostics(serial_build)
     assert children_then == [1]  # the worker was lowering while this process wrote the catalog
-    monkeypatch.setattr(slices, "HERE_MAX_WORK_S", 0.0)
+    monkeypatch.setattr(slices, "HERE_MAX_TOOLS", 0)
     children_then.clear()
     _build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial and children_then == [0]
