@@ -249,7 +249,6 @@ class SlicedLowering:
             prior = self._priors[item.request.target]
             if prior is not None:
                 prior.put(tool, self._plans[item.request.target].names[tool.id], item.request.strict, outcome)
-        self._meanwhile()  # nothing was left to lower (every request the cache's): done now
         done = [outcome for outcome in outcomes if outcome is not None]
         if len(done) != len(requests):
             raise RuntimeError("a lowering request got no outcome")  # every miss is lowered: never happens
