@@ -11,6 +11,7 @@ Targets (issue 2, catalog only: `--target none --no-codegen`): GitHub ≤ 1.5 s 
 `--stages` (issue 27) profiles one compile per stage instead: in a fresh process, the imports `toolc compile`
 makes, then each stage of the pipeline as its `Progress` reports it (reading sources, catalog.json, schemas/,
 the fit, python/, toolc.lock) and writing the output, for three cases per document: catalog only, four targets
+(catalog.json is then written inside schemas/, beside the lowering worker, up to `slices.HERE_MAX_TOOLS` tools)
 without codegen, and the full compile. Each figure is the best of `--runs`, wall and CPU seconds (CPU counts
 this process and the workers it forked and waited for: on a busy machine, CPU is the steadier figure). What the
 process spends outside the stages (interpreter start-up, removing the spool folder, the process's exit) is the

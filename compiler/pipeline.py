@@ -253,13 +253,16 @@ def _save_tools(build: Build, reuse: ToolReuse, destination: Path) -> None:
 
 
 def _catalog(build: Build) -> None:
-    emit_catalog(build)                        # catalog.json: the IR as read
+    if not build.targets:                      # catalog.json: the IR as read (with targets: written below, while
+        emit_catalog(build)                    # a forked worker lowers beside this process)
 
 
 def _providers(build: Build) -> None:
     if build.targets:                          # each tool's IR hash: the key of its lowering's reuse, and the lock's
         build.ir_hashes = tool_hashes(build.catalog, build.known_ir)
-    build.providers = emit_providers(build)    # schemas/<target>.json + .names.json, per target
+        build.providers = emit_providers(build, meanwhile=partial(emit_catalog, build))
+    else:
+        build.providers = emit_providers(build)  # schemas/<target>.json + .names.json, per target
 
 
 def _fit(build: Build) -> None:

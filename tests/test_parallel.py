@@ -23,7 +23,7 @@ from compiler.codegen import python as codegen_emit
 from compiler.codegen.stubs import stub_functions
 from compiler.config import Config
 from compiler.infra.output import read_tree
-from compiler.infra.parallel import Background, Claims, can_fork, cores, fork_each
+from compiler.infra.parallel import Background, Claims, can_fork, cores, fork_each, here_and_forked
 from compiler.pipeline import adhoc_inputs, compile_project
 from tests.support.paths import FIXTURES
 from tests.support.synthetic import MID, synthetic_openapi
@@ -187,6 +187,41 @@ def test_forked_workers_claim_every_index_once_and_the_free_one_takes_more() -> 
     slow, quick = fork_each([partial(work, 0.004), partial(work, 0.0005)], 2)
     assert sorted(slow + quick) == list(range(400))
     assert len(quick) > 2 * len(slow)  # dealt out beforehand, each would have taken 200
+
+
+@pytest.mark.skipif(not can_fork(), reason="the other tasks run in forked children")
+def test_here_and_forked_runs_the_first_task_here_and_each_other_in_a_child_of_its_own() -> None:
+    claims = Claims(300, 3)
+
+    def work() -> tuple[int, list[int]]:
+        return os.getpid(), [index for run in claims.runs() for index in run]
+
+    results = here_and_forked([work, work, work])
+    pids = [pid for pid, _taken in results]
+    assert pids[0] == os.getpid() and len(set(pids)) == 3  # the first here: no child of its own to wait on
+    assert sorted(index for _pid, taken in results for index in taken) == list(range(300))
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.skipif(not can_fork(), reason="the other tasks run in forked children")
+def test_here_and_forked_stops_its_children_when_the_task_here_fails(tmp_path: Path) -> None:
+    def slow() -> None:
+        time.sleep(60)
+        (tmp_path / "finished").touch()
+
+    def fail() -> None:
+        raise ValueError("the task here failed")
+
+    with pytest.raises(ValueError, match="the task here failed"):
+        here_and_forked([fail, slow])
+    assert multiprocessing.active_children() == []  # killed, not left running or waited for
+    with pytest.raises(ValueError, match="a child failed"):
+        here_and_forked([lambda: None, partial(_raise, "a child failed")])
+    assert not (tmp_path / "finished").exists()
+
+
+def _raise(message: str) -> None:
+    raise ValueError(message)
 
 
 def test_fork_each_stops_the_others_when_a_task_fails(tmp_path: Path) -> None:

@@ -132,6 +132,24 @@ def fork_each(tasks: Sequence[Callable[[], T]], workers: int, *, budget_mb: int 
     return [results[index] for index in range(len(tasks))]
 
 
+def here_and_forked(tasks: Sequence[Callable[[], T]], *, budget_mb: int = 0) -> list[T]:
+    """The first task in this process and each other in a forked child of its own (`Background`), started before
+    it; the results in task order. For tasks that share out one piece of work (`Claims`): this process takes its
+    share instead of waiting on a child of its own, and its result is never pickled (one fork and one result's
+    round trip fewer than `fork_each`). Any child left when something fails is stopped."""
+    children: list[Background[T]] = []
+    try:
+        children.extend(Background(task, budget_mb=budget_mb) for task in tasks[1:])
+        results = [tasks[0]()]
+        while children:
+            results.append(children[0].result())
+            children.pop(0)
+        return results
+    finally:
+        for child in children:
+            child.cancel()
+
+
 WRITE_ASIDE_MIN_BYTES = 64 << 20
 """Below this many bytes of files to copy and hash, a forked child writing some of them aside (`providers.schemas`'
 tools files, `fit.aside`'s toolset files) costs more than it saves."""

@@ -8,7 +8,7 @@ the layout of the tools file: where each definition sits and its tokens, which t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -36,6 +36,7 @@ from compiler.providers.lower import (
 from compiler.providers.registry import PROVIDERS
 from compiler.providers.reuse import DamagedCache, PriorLowerings
 from compiler.providers.slices import (
+    Meanwhile,
     Placements,
     Request,
     SlicedLowering,
@@ -116,27 +117,28 @@ def _prior(build: Build, target: str, *, read: bool = True) -> PriorLowerings | 
     return PriorLowerings(build.out_dir, target, build.config, build.ir_hashes, build.diagnostics, read=read)
 
 
-def _lower_all(build: Build) -> list[_Emitted]:
+def _lower_all(build: Build, meanwhile: Meanwhile) -> list[_Emitted]:
     """Every target lowered with the lowering cache; if the cache turns out altered while its definitions are
     copied (the last compile's tools file changed since it was saved: a TC140 note), lowered again from nothing,
     and the cache saved afresh."""
     priors = {target: _prior(build, target) for target in build.targets}
     try:
-        return _lower_with(build, priors)
+        return _lower_with(build, priors, meanwhile)
     except DamagedCache as exc:
         store.ignored(build.diagnostics, exc.path, "its definitions do not match their hashes (corrupted)")
-        return _lower_with(build, {target: _prior(build, target, read=False) for target in build.targets})
+        return _lower_with(build, {target: _prior(build, target, read=False) for target in build.targets},
+                           meanwhile)
     finally:
         for prior in priors.values():
             if prior is not None:
                 prior.close()
 
 
-def _lower_with(build: Build, priors: Mapping[str, PriorLowerings | None]) -> list[_Emitted]:
+def _lower_with(build: Build, priors: Mapping[str, PriorLowerings | None], meanwhile: Meanwhile) -> list[_Emitted]:
     """Every target lowered together (split by tools, `slices.py`): all tools; then, loose, the strict tools past
     a target's per-request budget; then each target's tools file written from what its lowerings placed."""
     plans = {target: plan_target(build.catalog, target, build.config) for target in build.targets}
-    lowering = SlicedLowering(build, plans, priors)
+    lowering = SlicedLowering(build, plans, priors, meanwhile)
     try:
         results, resolver_found = _first_round(build, plans, lowering)
         _strict_budgets(build, plans, lowering, results, resolver_found)
@@ -301,16 +303,18 @@ def _merge_diagnostics(build: Build, found: list[Diagnostic], seen: set[Diagnost
     build.diagnostics.extend(found[start:])
 
 
-def emit_providers(build: Build) -> dict[str, TargetOutput]:
+def emit_providers(build: Build, meanwhile: Callable[[], None] | None = None) -> dict[str, TargetOutput]:
     """Lower every target, add `schemas/<target>.json` (when its tools fit one request) and `.names.json`,
-    and hand on each target's output."""
+    and hand on each target's output. `meanwhile` (work that needs no lowering: the pipeline's catalog.json) is
+    done once, while a forked worker lowers beside this process when one does (`slices.Meanwhile`)."""
     with paused_then_frozen():  # forked workers inherit the pause
-        return _emit(build)
+        return _emit(build, Meanwhile(meanwhile))
 
 
-def _emit(build: Build) -> dict[str, TargetOutput]:
+def _emit(build: Build, meanwhile: Meanwhile) -> dict[str, TargetOutput]:
     outputs: dict[str, TargetOutput] = {}
-    by_target = {item.target: item for item in _lower_all(build)}
+    by_target = {item.target: item for item in _lower_all(build, meanwhile)}
+    meanwhile()  # done by now, unless the lowering never asked for it
     seen: set[Diagnostic] = set()
     for target in build.targets:  # merged in target order, whatever ran where
         item = by_target[target]

@@ -137,8 +137,8 @@ def test_a_recompile_on_two_cores_gives_the_bytes_of_a_compile_from_nothing_wher
     schema["properties"]["added_by_review"] = {"type": "string", "description": "a new field"}
     spec.write_text(json.dumps(document))
     forks: list[int] = []
-    real_fork = slices.fork_each
-    monkeypatch.setattr(slices, "fork_each", lambda tasks, *args, **kwargs: forks.append(len(tasks))
+    real_fork = slices.here_and_forked
+    monkeypatch.setattr(slices, "here_and_forked", lambda tasks, *args, **kwargs: forks.append(len(tasks))
                         or real_fork(tasks, *args, **kwargs))
     monkeypatch.setenv("TOOLC_JOBS", "2")
     monkeypatch.setattr(slices, "cores", lambda: 2)

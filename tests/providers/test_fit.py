@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -341,8 +341,8 @@ def test_the_fit_stage_reads_the_providers_output_and_never_changes_it(tmp_path:
     spec.write_text(json.dumps(synthetic_openapi(200)))  # more tools than one OpenAI request holds (128)
     made: dict[str, TargetOutput] = {}
 
-    def providers_stage(build: Build) -> dict[str, TargetOutput]:
-        made.update(emit_providers(build))
+    def providers_stage(build: Build, meanwhile: Callable[[], None] | None = None) -> dict[str, TargetOutput]:
+        made.update(emit_providers(build, meanwhile))
         return dict(made)
 
     monkeypatch.setattr(pipeline, "emit_providers", providers_stage)

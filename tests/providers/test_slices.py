@@ -5,6 +5,7 @@ limits), and the output is the same bytes whether the slices run here or in fork
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from collections import Counter
 from pathlib import Path
@@ -12,10 +13,11 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from compiler import pipeline
 from compiler.build import Build
 from compiler.config import Config
 from compiler.infra.output import read_tree
-from compiler.infra.parallel import can_fork, fork_each
+from compiler.infra.parallel import can_fork, fork_each, here_and_forked
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
 from compiler.providers import codes, inline_budget, schemas, slices, validate
 from compiler.providers.spans import Measure
@@ -114,28 +116,33 @@ def test_slices_in_forked_workers_give_the_bytes_and_diagnostics_of_one_process(
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
     here: list[list[slices.Request]] = []
     claimed: list[list[slices.Request]] = []
-    real_slice, real_fork = slices.lower_slice, fork_each
+    real_slice, real_fork = slices.lower_slice, here_and_forked
+    parent = os.getpid()
 
     def lowering_here(build: Build, plans: Any, requests: Any, *args: Any) -> Any:
+        if os.getpid() != parent:
+            return real_slice(build, plans, requests, *args)
         here.append(list(requests))
         return real_slice(build, plans, here[-1], *args)
 
-    def forking(tasks: Any, workers: int, **kwargs: Any) -> Any:
-        made = real_fork(tasks, workers, **kwargs)
+    def forking(tasks: Any, **kwargs: Any) -> Any:
+        made = real_fork(tasks, **kwargs)
         claimed.extend([item.request for item in part] for part in made)
         return made
 
     monkeypatch.setattr(slices, "lower_slice", lowering_here)
-    monkeypatch.setattr(slices, "fork_each", forking)
+    monkeypatch.setattr(slices, "here_and_forked", forking)
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
     monkeypatch.setattr(slices, "cores", lambda: 2)
     forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial
     assert _diagnostics(forked_build) == _diagnostics(serial_build)
     # Two rounds (every tool; then, loose, Anthropic's strict tools past its budget), each with a share lowered
-    # here first (every WARM_STRIDE-th tool: it fills the memos the workers inherit) and the rest claimed by two
-    # workers in runs of neighbouring tools: a tool's targets all in one slice, every tool in one slice only.
-    assert len(here) == 2 and len(claimed) == 4
+    # here first (every WARM_STRIDE-th tool: it fills the memos the worker inherits) and the rest claimed in runs
+    # of neighbouring tools by this process and one forked worker: a tool's targets all in one slice, every tool
+    # in one slice only.
+    assert len(here) == 4 and len(claimed) == 4
+    assert here[1] == claimed[0] and here[3] == claimed[2]  # this process lowered its claims itself, not a child
     for part in here + claimed:
         assert part == sorted(part, key=lambda request: (request.position, TARGETS.index(request.target)))
     first = [{request.position for request in part} for part in claimed[:2]]
@@ -154,14 +161,14 @@ def test_tools_left_after_the_warm_share_stay_in_this_process_when_their_estimat
     serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
     estimates: list[float] = []
     forks: list[int] = []
-    real_runs, real_fork = slices.SlicedLowering._lower_runs, fork_each
+    real_runs, real_fork = slices.SlicedLowering._lower_runs, here_and_forked
 
     def lowering_runs(self: slices.SlicedLowering, runs: Any, spools: Any, work: float) -> Any:
         estimates.append(work)
         return real_runs(self, runs, spools, work)
 
     monkeypatch.setattr(slices.SlicedLowering, "_lower_runs", lowering_runs)
-    monkeypatch.setattr(slices, "fork_each", lambda tasks, *args, **kwargs: forks.append(len(tasks))
+    monkeypatch.setattr(slices, "here_and_forked", lambda tasks, *args, **kwargs: forks.append(len(tasks))
                         or real_fork(tasks, *args, **kwargs))
     monkeypatch.setattr(slices, "cores", lambda: 2)
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", float("inf"))  # never worth a fork: all of it here
@@ -171,6 +178,59 @@ def test_tools_left_after_the_warm_share_stay_in_this_process_when_their_estimat
     monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)  # always worth one: two workers per round
     _build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
     assert forked == serial and forks == [2, 2]
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+def test_past_the_work_this_process_may_keep_the_memos_of_every_worker_is_forked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to `HERE_MAX_TOOLS`, this process is one of the workers (and keeps what its share filled); past it,
+    each worker is a forked child, whose memory goes back to the system when it ends: the same bytes either way."""
+    serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    ways: list[tuple[str, int]] = []
+    real_here, real_fork = here_and_forked, fork_each
+    monkeypatch.setattr(slices, "here_and_forked", lambda tasks, **kwargs: ways.append(("here", len(tasks)))
+                        or real_here(tasks, **kwargs))
+    monkeypatch.setattr(slices, "fork_each", lambda tasks, workers, **kwargs: ways.append(("forked", workers))
+                        or real_fork(tasks, workers, **kwargs))
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
+    monkeypatch.setattr(slices, "HERE_MAX_TOOLS", 0)  # every catalog is past it
+    forked_build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
+    assert forked == serial and _diagnostics(forked_build) == _diagnostics(serial_build)
+    assert ways == [("forked", 2), ("forked", 2)]
+    ways.clear()
+    monkeypatch.setattr(slices, "HERE_MAX_TOOLS", 10**9)
+    _build, shared = _compile(tmp_path, "shared", "2", monkeypatch)
+    assert shared == serial and ways == [("here", 2), ("here", 2)]
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked workers need fork")
+def test_catalog_json_is_written_while_the_forked_worker_lowers_beside_this_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """catalog.json needs no lowering: this process writes it after forking its worker, then claims what is left
+    (the worker has taken more meanwhile); without a worker, and past `HERE_MAX_TOOLS` (every worker forked), before
+    lowering, as the catalog.json stage did. Once each time, and the same bytes."""
+    serial_build, serial = _compile(tmp_path, "serial", "1", monkeypatch)
+    children_then: list[int] = []
+    real_emit = pipeline.emit_catalog
+
+    def emitting(build: Build) -> None:
+        children_then.append(len(multiprocessing.active_children()))
+        real_emit(build)
+
+    monkeypatch.setattr(pipeline, "emit_catalog", emitting)
+    _build, again = _compile(tmp_path, "again", "1", monkeypatch)
+    assert again == serial and children_then == [0]
+    monkeypatch.setattr(slices, "cores", lambda: 2)
+    monkeypatch.setattr(slices, "FORK_MIN_WORK_S", 0.0)
+    children_then.clear()
+    beside_build, beside = _compile(tmp_path, "beside", "2", monkeypatch)
+    assert beside == serial and _diagnostics(beside_build) == _diagnostics(serial_build)
+    assert children_then == [1]  # the worker was lowering while this process wrote the catalog
+    monkeypatch.setattr(slices, "HERE_MAX_TOOLS", 0)
+    children_then.clear()
+    _build, forked = _compile(tmp_path, "forked", "2", monkeypatch)
+    assert forked == serial and children_then == [0]
 
 
 @pytest.mark.skipif(not can_fork(), reason="the tools files are written aside in a forked child")
