@@ -56,7 +56,8 @@ def emit_python(build: Build) -> CodegenRecord | None:
     if formats is not None:
         build.saved_with_output.extend([formats.save, pieces.save])
     if build.out_dir is not None and router.cache is not None:
-        build.saved_with_output.append(partial(router_reuse.save, build.out_dir, router.cache))
+        build.saved_with_output.append(partial(router_reuse.save, build.out_dir, router.cache,
+                                               build.out_dir / "python" / router_reuse.PACKAGE))
     files = {f"python/{path}": content for path, content in sorted(formatted.items())}
     for path, content in files.items():
         build.add_file(path, content)

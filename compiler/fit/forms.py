@@ -143,21 +143,43 @@ def _write_deferred(build: Build, kept: KeptFiles, path: str, output: TargetOutp
     return size
 
 
+def _deferred_path(target: str) -> str:
+    return f"schemas/{target}.deferred.json"
+
+
+def _deferred_jobs(build: Build, namespaces: list[Namespace]) -> list[aside_files.DeferredJob]:
+    """The deferred forms a child may write: those no byte limit applies to (their size is not needed before the
+    index is written) and within their tool limit."""
+    jobs = []
+    for target, output in build.providers.items():
+        deferral = PROVIDERS[target].deferral
+        if deferral is None or deferral.max_bytes is not None:
+            continue
+        form = deferred.plan(deferral, list(output.layout.spans), namespaces)
+        if not _over_limits(deferral, 0, len(form.tool_ids)):
+            jobs.append(aside_files.DeferredJob(_deferred_path(target), target, form, _deferred_recipe(output, form)))
+    return jobs
+
+
 def _deferred(build: Build, kept: KeptFiles, output: TargetOutput, source: BinaryIO,
-              namespaces: list[Namespace]) -> dict[str, Any]:
-    """Write `schemas/<target>.deferred.json`, or say why it cannot be sent (TC773); its index row."""
+              namespaces: list[Namespace], writer: aside_files.AsideWriter) -> dict[str, Any]:
+    """Write `schemas/<target>.deferred.json` (or leave it to the child writing aside: then its row's `bytes` are
+    set by `emit_fit` once it is taken in), or say why it cannot be sent (TC773); its index row."""
     dialect, layout = PROVIDERS[output.target], output.layout
     deferral = dialect.deferral
     assert deferral is not None
-    path = f"schemas/{dialect.target}.deferred.json"
-    form = deferred.plan(deferral, list(layout.spans), namespaces)
+    path = _deferred_path(dialect.target)
+    job = writer.deferred_job(path)
+    form = job.form if job is not None else deferred.plan(deferral, list(layout.spans), namespaces)
     row: dict[str, Any] = {"file": path, "tools": len(form.tool_ids), "start_tokens": deferred.start_tokens(form)}
     if deferral.group_type is not None:
         row["namespaces"] = form.groups
     # The definitions alone may already be too big: then the file is never written (Graph's would be 273 MB).
     size = sum(span.length for span in layout.spans.values())
     over = _over_limits(deferral, size, len(form.tool_ids))
-    if not over:
+    if job is not None and not over:  # no byte limit: its size cannot make it over
+        writer.later(job)
+    elif not over:
         size = _write_deferred(build, kept, path, output, form, source)
         over = _over_limits(deferral, size, len(form.tool_ids))
         if over:
@@ -171,6 +193,14 @@ def _deferred(build: Build, kept: KeptFiles, output: TargetOutput, source: Binar
             f"toolset file with the search tool beside its tools, each with defer_loading: true "
             f"(schemas/toolsets/index.json)"), dialect.target))
     return row
+
+
+def _deferred_sizes(index_targets: Mapping[str, Any], sizes: Mapping[str, int]) -> None:
+    """Each deferred form the child wrote: its size, in its row of the index."""
+    for row in index_targets.values():
+        found = row["files"].get("deferred")
+        if found is not None and found["file"] in sizes:
+            found["bytes"] = sizes[found["file"]]
 
 
 def _over_limits(deferral: Deferral, size: int, count: int) -> list[str]:
@@ -242,12 +272,13 @@ def _plan(build: Build) -> _Plan:
 
 
 def _write_toolsets(build: Build, kept: KeptFiles, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
-                    aside: Mapping[str, aside_files.Written]) -> _Written:
+                    writer: aside_files.AsideWriter) -> _Written:
     """Each toolset's file (cut from the target's tools array, or as a child wrote it: `aside`) and the
     provider's deferred form."""
     written = _Written()
     dialect = PROVIDERS[output.target]
     layout = output.layout
+    aside = writer.take(output.target)
     with output.array.open("rb") as source:
         for toolset, (path, ids) in zip(plan.toolsets, aside_files.toolset_files(plan.toolsets, output), strict=True):
             aside_files.write_toolset(build.files, kept, path, ids, output, source, aside)
@@ -255,7 +286,8 @@ def _write_toolsets(build: Build, kept: KeptFiles, plan: _Plan, output: TargetOu
             written.sendable.append((path, ids, cost))
             written.toolset_rows[toolset.name] = {"file": path, "tools": len(ids), "tokens": cost}
         if dialect.deferral is not None:
-            written.files["deferred"] = _deferred(build, kept, output, source, namespaces(plan.toolsets, plan.by_id))
+            written.files["deferred"] = _deferred(build, kept, output, source, namespaces(plan.toolsets, plan.by_id),
+                                                  writer)
     return written
 
 
@@ -302,10 +334,10 @@ def _check_budget(build: Build, output: TargetOutput, sendable: list[tuple[str, 
 
 
 def _fit_target(build: Build, kept: KeptFiles, plan: _Plan, output: TargetOutput, namespaces: _Namespaces,
-                aside: Mapping[str, aside_files.Written]) -> tuple[_Written, Any]:
+                writer: aside_files.AsideWriter) -> tuple[_Written, Any]:
     """Write one target's fit files and check its budget; its files and index row."""
     target, dialect = output.target, PROVIDERS[output.target]
-    written = _write_toolsets(build, kept, plan, output, namespaces, aside)
+    written = _write_toolsets(build, kept, plan, output, namespaces, writer)
     all_path, all_ids, fits = f"schemas/{target}.json", list(output.layout.spans), output.fits_one_request
     all_tokens = spans.array_tokens(output.layout, all_ids)
     discovery = _write_discovery(build, output, written, plan.meta_cache)
@@ -338,12 +370,13 @@ def emit_fit(build: Build) -> dict[str, FitOutput]:
     tool_tokens: dict[str, dict[str, int]] = {tool_id: {} for tool_id in plan.emitted_ids}
     fit: dict[str, FitOutput] = {}
     kept = KeptFiles(build.out_dir, build.diagnostics)
-    writer = aside_files.AsideWriter(build, kept, plan.toolsets, build.providers)
+    writer = aside_files.AsideWriter(build, kept, plan.toolsets, build.providers,
+                                     lambda: _deferred_jobs(build, namespaces(plan.toolsets, plan.by_id)))
     try:
         for target, output in build.providers.items():
             for tool_id, span in output.layout.spans.items():
                 tool_tokens[tool_id][target] = span.tokens
-            written, row = _fit_target(build, kept, plan, output, namespaces, writer.take(target))
+            written, row = _fit_target(build, kept, plan, output, namespaces, writer)
             for name, toolset_row in written.toolset_rows.items():
                 index_sets[name]["targets"][target] = toolset_row
             index_targets[target] = row
@@ -351,6 +384,7 @@ def emit_fit(build: Build) -> dict[str, FitOutput]:
             fit[target] = FitOutput(target, {"tokens": all_row["all_tools_tokens"],
                                              "tokens_method": row["tokens_method"], "toolsets": len(plan.toolsets),
                                              "fits_one_request": all_row["fits"], "forms": row["forms"]})
+        _deferred_sizes(index_targets, writer.finish(build.files, kept))
     finally:
         writer.close()
     index = {"format": INDEX_FORMAT, "tokenizer": tokens.ENCODING, "limit": toolset_limit(build),

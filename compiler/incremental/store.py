@@ -10,6 +10,11 @@ is what this compile expects: a file from another toolc (`toolc` differs), of an
 is not JSON is ignored with a note (TC140) and the work is done again; so is a blob its reader finds altered.
 A cache is never trusted: reusing it must give the bytes a compile from nothing gives, and the caller's key says
 what it was made from.
+
+A saved file is sealed: `<output name>.<kind>.seal` holds its stamp (`incremental.stamps`) as `save` left it.
+An entry loaded from a file that still has it is `sealed`: not written since toolc wrote it, so the stamps it
+records of other files (its blob's, the output files') can be relied on to skip hashing them; an entry edited
+since (a range pointed at another definition's bytes) is not, and every byte it points to is checked by its hash.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from compiler.incremental import identity
+from compiler.incremental import identity, stamps
 from compiler.infra.collector import paused_then_frozen
 from compiler.infra.diagnostics import Diagnostics
 
@@ -47,6 +52,13 @@ class Entry:
     payload: Any
     blob: str = ""
     """sha256 of the entry's blob file (`save_with_blob`), or empty (none, or its reader checks it piece by piece)."""
+    stamp: str = ""
+    """The blob's stamp as the entry was saved (`incremental.stamps`): while the blob still has it, the hashes the
+    payload keeps of its bytes hold without reading them (when the entry is `sealed`). Empty: none recorded."""
+    sealed: bool = False
+    """Set by `load`: the file is as `save` wrote it (its seal holds its stamp), so the stamps it records hold."""
+    own: str = ""
+    """Set by `load`: the stamp of the file it was read from (what an entry saved against it names)."""
 
 
 def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
@@ -54,8 +66,15 @@ def load(out_dir: Path, kind: str, diagnostics: Diagnostics,
     """The cache entry of `kind` for `out_dir`, or None (no file, or one that is not ours: then a TC140 note).
     `valid` checks the payload's shape; one it refuses is ignored like a corrupted file."""
     path = cache_path(out_dir, kind)
-    raw = _read(path, diagnostics)
-    return None if raw is None else _entry(raw, path, kind, diagnostics, valid)
+    found = _read(path, diagnostics)
+    if found is None:
+        return None
+    raw, stamp = found
+    entry = _entry(raw, path, kind, diagnostics, valid)
+    if entry is None:
+        return None
+    sealed = bool(stamp) and _seal_of(out_dir, kind) == stamp
+    return Entry(entry.key, entry.payload, entry.blob, entry.stamp, sealed=sealed, own=stamp)
 
 
 def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
@@ -79,9 +98,11 @@ def read_regular(path: Path) -> bytes:
         return file.read()
 
 
-def _read(path: Path, diagnostics: Diagnostics) -> bytes | None:
+def _read(path: Path, diagnostics: Diagnostics) -> tuple[bytes, str] | None:
+    """The file's bytes and its stamp as they were read."""
     try:
-        return read_regular(path)
+        with os.fdopen(open_regular(path), "rb") as file:
+            return file.read(), stamps.of(os.fstat(file.fileno()))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -112,32 +133,62 @@ def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: C
     if data.get("toolc") != identity.toolc_identity():
         ignored(diagnostics, path, "written by another toolc (version, code or libraries differ)")
         return None
-    key, payload, blob = data.get("key"), data.get("payload"), data.get("blob", "")
-    if not isinstance(key, str) or not isinstance(blob, str) or not valid(payload):
+    key, payload, blob, stamp = data.get("key"), data.get("payload"), data.get("blob", ""), data.get("stamp", "")
+    if not (isinstance(key, str) and isinstance(blob, str) and isinstance(stamp, str)) or not valid(payload):
         ignored(diagnostics, path, "its content is malformed (corrupted)")
         return None
-    return Entry(key, payload, blob)
+    return Entry(key, payload, blob, stamp)
 
 
 def save(out_dir: Path, kind: str, entry: Entry) -> None:
     """Best effort, and atomic (a reader never sees half a file): a cache that cannot be written only costs the
-    next compile its speed-up."""
+    next compile its speed-up. Sealed once in place (`_seal`)."""
     path = cache_path(out_dir, kind)
+    if _write_atomically(path, orjson.dumps(_envelope(kind, entry))):  # key order kept: cached definitions as is
+        _seal(out_dir, kind, path)
+
+
+def _write_atomically(path: Path, content: bytes) -> bool:
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         _prepare(path.parent)
-        partial.write_bytes(orjson.dumps(_envelope(kind, entry)))  # key order kept: cached definitions are written as is
+        partial.write_bytes(content)
         partial.replace(path)
+        return True
     except OSError:
         partial.unlink(missing_ok=True)
+        return False
     except BaseException:  # interrupted (Ctrl-C): no half-written file left beside the output either
         partial.unlink(missing_ok=True)
         raise
 
 
+def _seal(out_dir: Path, kind: str, path: Path) -> None:
+    """Record the stamp of the file `save` just wrote at `path` (none when the clock cannot vouch for it). A seal
+    left by an earlier save never matches: the file was replaced (another inode) since."""
+    stamp = stamps.of_path(path)
+    seal = cache_path(out_dir, kind, suffix=".seal")
+    if not (stamp and stamps.settle([stamp]) and _write_atomically(seal, stamp.encode())):
+        seal.unlink(missing_ok=True)
+
+
+def _seal_of(out_dir: Path, kind: str) -> str:
+    """The stamp a seal holds (a stamp is under 100 bytes: a planted big file is not read past them)."""
+    try:
+        fd = open_regular(cache_path(out_dir, kind, suffix=".seal"))
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, 256).decode("ascii", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def _envelope(kind: str, entry: Entry) -> dict[str, Any]:
     return {"format": STORE_FORMAT, "kind": kind, "toolc": identity.toolc_identity(), "key": entry.key,
-            "payload": entry.payload, "blob": entry.blob}
+            "payload": entry.payload, "blob": entry.blob, "stamp": entry.stamp}
 
 
 def _prepare(folder: Path) -> None:
@@ -179,6 +230,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
 def forget(out_dir: Path, kind: str) -> None:
     cache_path(out_dir, kind).unlink(missing_ok=True)
     cache_path(out_dir, kind, suffix=".blob").unlink(missing_ok=True)
+    cache_path(out_dir, kind, suffix=".seal").unlink(missing_ok=True)
 
 
 def ignored(diagnostics: Diagnostics, path: Path, why: str) -> None:

@@ -20,7 +20,16 @@ tokens measured when it was placed. What the compile does with them depends on w
   It is never hashed whole (nothing wants its sha256).
 Microsoft Graph's four tools files are 706 MB; read whole and hashed, they lifted a recompile's peak by as much. Bytes that do not match
 (the file was altered since the last compile) are a `DamagedCache`: the providers stage notes it (TC140) and
-lowers every tool again without the cache. The index holds only this compile's tools, so it never grows past
+lowers every tool again without the cache. The index also records the tools file's stamp as it was saved
+(`incremental.stamps`): a file that still has it was not written since, so its spans' hashes hold unread (a
+Graph recompile no longer reads 433 MB of grown files to check them, nor hashes a file used as it is).
+
+A grown tools file's index changes by a few records per recompile: they are saved as a delta beside it
+(`<output>.lowered-<target>-delta.json`: the records put and the keys dropped since the index, named by the
+index file's stamp), and the index is written whole again only once the delta holds over a `DELTA_LIMIT`th of
+its records (Microsoft Graph: three 17 MB indexes encoded and replaced on every recompile for a handful of
+records). A delta that does not name the index as it is, or is not ours, is ignored (TC140 for the latter): the
+index's records still hold for their keys, since a grown file only ever has definitions appended. The index holds only this compile's tools, so it never grows past
 one compile's worth.
 """
 
@@ -36,7 +45,7 @@ import orjson
 
 from compiler.build import Layout, Span
 from compiler.config import Config
-from compiler.incremental import store
+from compiler.incremental import stamps, store
 from compiler.incremental.project import stream_digest
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.serialize import compact_json
@@ -48,6 +57,14 @@ from compiler.providers.spans import Measure, Placed, frame, place
 
 def kind(target: str) -> str:
     return f"lowered-{target}"
+
+
+def delta_kind(target: str) -> str:
+    return f"lowered-{target}-delta"
+
+
+DELTA_LIMIT = 16
+"""The index is written whole again once its delta would hold more than a 16th of its records."""
 
 
 class DamagedCache(ValueError):
@@ -69,16 +86,21 @@ it was written), so one read serves the next few dozen (Microsoft Graph: 45,000 
 class _Blob:
     """The last compile's tools file, read one window at a time (never whole)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, recorded_stamp: str) -> None:
+        """`recorded_stamp`: the file's stamp as its index was saved (`incremental.stamps`; empty: none)."""
         self.path = path
         self._fd = store.open_regular(path)  # never through a symlink: `grown_file` appends to it
-        self.size = os.fstat(self._fd).st_size
+        found = os.fstat(self._fd)
+        self.size = found.st_size
+        self.as_recorded = bool(recorded_stamp) and stamps.of(found) == recorded_stamp
+        """Not written since its index was saved: the hashes the index keeps of its bytes hold unread."""
         self._window, self._window_at = memoryview(b""), 0
 
     def read(self, offset: int, length: int, sha256: str) -> memoryview:
-        """The bytes at `offset`, checked against `sha256` (`DamagedCache` otherwise)."""
+        """The bytes at `offset`, checked against `sha256` unless the file is as recorded (`DamagedCache`
+        otherwise)."""
         content = self.bytes_at(offset, length)
-        if len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
+        if len(content) != length or (not self.as_recorded and hashlib.sha256(content).hexdigest() != sha256):
             raise DamagedCache(self.path)
         return content
 
@@ -164,10 +186,20 @@ class PriorLowerings:
         self._settings = hashlib.sha256(compact_json(settings)).hexdigest()
         found = store.load(out_dir, kind(target), diagnostics, _well_formed) if read else None
         self._blob_path = store.cache_path(out_dir, kind(target), suffix=".blob")
-        self._blob = _open_blob(self._blob_path, diagnostics) if found is not None and found.key == self._settings \
-            else None
-        self._previous: Mapping[str, Any] = found.payload if found is not None and self._blob is not None else {}
-        self._previous_blob = found.blob if found is not None and self._blob is not None else ""
+        self._blob: _Blob | None = None
+        self._base: Mapping[str, Any] | None = None
+        """The index as its file holds it (a delta is saved against it)."""
+        self._base_own = self._previous_blob = self._previous_stamp = ""
+        self._previous: Mapping[str, Any] = {}
+        if found is not None and found.key == self._settings:
+            delta = _delta(out_dir, target, found, self._settings, diagnostics)
+            last = delta or found  # the entry holding the tools file's latest stamp and sha256
+            trusted = found.sealed and last.sealed
+            self._blob = _open_blob(self._blob_path, last.stamp if trusted else "", diagnostics)
+            if self._blob is not None:
+                self._base, self._base_own = found.payload, found.own
+                self._previous = _merged(found.payload, delta)
+                self._previous_blob, self._previous_stamp = last.blob, last.stamp
         self._now: dict[str, Mapping[str, Any]] = {}
         """Key → this compile's record, without where its definition sits (`save` adds it): a hit's is the last
         compile's record itself, never copied (Microsoft Graph: 45,000 of them, on every recompile)."""
@@ -228,30 +260,31 @@ class PriorLowerings:
             offset += span.length + len(shape.sep)
         if offset - len(shape.sep) + len(shape.tail) != self._blob.size:
             return None
-        if stream_digest(self._blob.path) != self._previous_blob:
+        if not self._blob.as_recorded and stream_digest(self._blob.path) != self._previous_blob:
             return None  # altered since: written from the definitions, whose ranges are checked one by one
         measures = {tool_id: reused[tool_id].measure for tool_id in spans}
         return self._blob.path, measures, Layout(self._target, spans, self._previous_blob)
 
-    def grown_file(self, final: Sequence[Lowered], known: Mapping[str, Placed], fresh_bytes: int, link: Path
-                   ) -> tuple[Path, dict[str, Measure], Layout] | None:
+    def grown_file(self, final: Sequence[Lowered], reused: Mapping[str, CachedSpan], known: Mapping[str, Placed],
+                   fresh_bytes: int, link: Path) -> tuple[Path, dict[str, Measure], Layout] | None:
         """For a tools file that is not in the output (its tools do not fit one request): the last compile's,
         linked at `link`, with the definitions this cache did not give back appended, and each it did checked
         against its sha256 (`DamagedCache` otherwise). Such a file is then a heap of definitions, each at its
         span, not an array: the fit stage and the next compile read it by spans only. Microsoft Graph's three
         (433 MB) are no longer copied on a recompile to change one definition. `known`: the definitions' bytes
-        that are already placed (the workers'; the others are placed here); `fresh_bytes`: how many bytes the
+        that are already placed (the workers'; the others are placed here); `reused`: `reused(final)`, made once
+        by the caller; `fresh_bytes`: how many bytes the
         definitions not given back take, as far as known without reading them. None when the last file cannot
         grow (none, linked elsewhere or on another file system than `link`, or past `GROWN_LIMIT`): then it is
         written from the definitions."""
         if self._blob is None or not final or not self._blob.alone():
             return None
-        reused = self.reused(final)
         live = sum(span.length for span in reused.values()) + fresh_bytes
         if self._blob.size + fresh_bytes > GROWN_LIMIT * live:
             return None
-        for span in sorted(reused.values(), key=lambda span: span.offset):  # in file order: one window serves many
-            span.placed()
+        if not self._blob.as_recorded:  # else its spans are as their hashes say, unread
+            for span in sorted(reused.values(), key=lambda span: span.offset):  # in file order: one window serves many
+                span.placed()
         try:
             link.unlink(missing_ok=True)
             os.link(self._blob.path, link, follow_symlinks=False)
@@ -293,11 +326,31 @@ class PriorLowerings:
                 at[self._keys[tool_id]] = [span.offset, span.length, *measures[tool_id]]
         kept = {key: lowered.definition for key, lowered in self._made.items() if id(lowered) not in sent}
         payload = {key: _record(item, at.get(key), kept.get(key)) for key, item in self._now.items()}
-        entry = store.Entry(self._settings, payload, layout.sha256)
+        stamp = _settled_stamp(tools_file)
+        entry = store.Entry(self._settings, payload, layout.sha256, stamp)
         if tools_file not in (self._blob_path, self._in_place):
             store.save_with_blob(self._out_dir, kind(self._target), entry, tools_file)
-        elif payload != self._previous:  # the cache's tools file, used as it is or grown: its index alone
-            store.save(self._out_dir, kind(self._target), entry)
+            store.forget(self._out_dir, delta_kind(self._target))
+        elif payload != self._previous or stamp != self._previous_stamp:  # the cache's tools file, as it is or grown
+            delta = self._delta_of(payload)
+            if delta is None:
+                store.save(self._out_dir, kind(self._target), entry)
+                store.forget(self._out_dir, delta_kind(self._target))
+            else:
+                store.save(self._out_dir, delta_kind(self._target),
+                           store.Entry(_delta_key(self._settings, self._base_own), delta, layout.sha256, stamp))
+
+    def _delta_of(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """`payload` as the records put and the keys dropped since the index file (a hit's record is the index's
+        own object, `_record`); None when there is no index to save against or the delta would be too big."""
+        if self._base is None:
+            return None
+        base = self._base
+        put = {key: item for key, item in payload.items() if base.get(key) is not item}
+        drop = [key for key in base if key not in payload]
+        if (len(put) + len(drop)) * DELTA_LIMIT > len(payload):
+            return None
+        return {"put": put, "drop": drop}
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
         diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
@@ -335,9 +388,17 @@ def _append(path: Path, fresh: Sequence[Lowered], known: Mapping[str, Placed], t
     return placed
 
 
-def _open_blob(path: Path, diagnostics: Diagnostics) -> _Blob | None:
+def _settled_stamp(tools_file: Path) -> str:
+    """The stamp of the tools file this compile has just written, grown or checked (every span it gives back was
+    checked against its hash, or its file was as recorded): recorded with its index, so that the next compile
+    takes its spans' hashes as they are while the file still has it. Empty when the clock cannot vouch for it."""
+    stamp = stamps.of_path(tools_file)
+    return stamp if stamps.settle([stamp]) else ""
+
+
+def _open_blob(path: Path, recorded_stamp: str, diagnostics: Diagnostics) -> _Blob | None:
     try:
-        return _Blob(path)
+        return _Blob(path, recorded_stamp)
     except OSError as exc:
         store.ignored(diagnostics, path, f"its blob is unreadable ({exc.strerror or exc})")
         return None
@@ -358,10 +419,13 @@ def _encode(outcome: Outcome, keep_parameters: bool) -> dict[str, Any]:
     }
 
 
-def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObject | None) -> dict[str, Any]:
+def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObject | None) -> Mapping[str, Any]:
     """`item` as the index keeps it: with where its definition sits in the tools file (`at`), or, for a lowering
-    not sent, its `definition` itself (neither for a tool that did not lower)."""
+    not sent, its `definition` itself (neither for a tool that did not lower). A hit whose definition stayed where
+    it was is its record as it is (a grown tools file's every reused one: nothing made, and compared by identity)."""
     lowered = item["lowered"]
+    if definition is None and at == item["at"] and not (isinstance(lowered, dict) and "definition" in lowered):
+        return item
     if definition is not None:
         lowered = {**lowered, "definition": definition}
     elif isinstance(lowered, dict) and "definition" in lowered:
@@ -370,5 +434,30 @@ def _record(item: Mapping[str, Any], at: list[Any] | None, definition: JsonObjec
             "resolver": item["resolver"], "at": at}
 
 
+def _delta_key(settings: str, index_stamp: str) -> str:
+    return f"{settings}:{index_stamp}"
+
+
+def _delta(out_dir: Path, target: str, index: store.Entry, settings: str, diagnostics: Diagnostics
+           ) -> store.Entry | None:
+    """The delta saved against `index` as its file is now, or None."""
+    found = store.load(out_dir, delta_kind(target), diagnostics, _well_formed_delta)
+    return found if found is not None and found.key == _delta_key(settings, index.own) else None
+
+
+def _merged(base: Mapping[str, Any], delta: store.Entry | None) -> Mapping[str, Any]:
+    if delta is None:
+        return base
+    dropped = set(delta.payload["drop"])
+    merged = {key: item for key, item in base.items() if key not in dropped}
+    merged.update(delta.payload["put"])
+    return merged
+
+
 def _well_formed(payload: Any) -> bool:
     return isinstance(payload, dict) and all(isinstance(item, dict) for item in payload.values())
+
+
+def _well_formed_delta(payload: Any) -> bool:
+    return (isinstance(payload, dict) and _well_formed(payload.get("put"))
+            and isinstance(payload.get("drop"), list) and all(isinstance(key, str) for key in payload["drop"]))

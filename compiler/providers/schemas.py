@@ -37,6 +37,7 @@ from compiler.providers.registry import PROVIDERS
 from compiler.providers.reuse import DamagedCache, PriorLowerings
 from compiler.providers.slices import (
     Meanwhile,
+    Placements,
     Request,
     SlicedLowering,
     SpooledLowered,
@@ -274,9 +275,9 @@ def _reused_file(prior: PriorLowerings | None, ordered: list[Lowered], in_output
         return None
     if in_output:
         return prior.unchanged_file(ordered)
-    reused = prior.reused(ordered)
+    reused = prior.reused(ordered)  # once: a walk of every lowering
     fresh = [item for item in ordered if item.tool.id not in reused]  # their sizes, as far as known unread
-    return prior.grown_file(ordered, placements(prior, ordered), spooled_bytes(fresh), spool)
+    return prior.grown_file(ordered, reused, Placements(ordered, reused), spooled_bytes(fresh), spool)
 
 
 def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _Written) -> _Emitted:
@@ -285,6 +286,21 @@ def _emitted(result: TargetResult, resolver_found: list[Diagnostic], written: _W
                "bytes": array_bytes(written.layout), "losses": len(result.diagnostics)}  # tokens: the fit stage adds
     return _Emitted(result.target, str(written.path), written.layout, written.kept, result.name_map(), written.digests,
                     summary, [*resolver_found, *result.diagnostics])
+
+
+def _merge_diagnostics(build: Build, found: list[Diagnostic], seen: set[Diagnostic]) -> None:
+    """Add `found` to the build's diagnostics in order, each the resolver reported once only: it reports a pruned
+    recursion once per tool, and workers that lowered apart would each report it. A lowering's diagnostics name
+    their target, so only the resolver's (none) can repeat: only they are hashed, and the runs between them are
+    added whole (Microsoft Graph: 236,000 diagnostics, one at a time ~0.2 s)."""
+    start = 0
+    for at in [at for at, diagnostic in enumerate(found) if not diagnostic.provider]:
+        build.diagnostics.extend(found[start:at])
+        start = at + 1
+        if found[at] not in seen:
+            seen.add(found[at])
+            build.diagnostics.add(found[at])
+    build.diagnostics.extend(found[start:])
 
 
 def emit_providers(build: Build, meanwhile: Callable[[], None] | None = None) -> dict[str, TargetOutput]:
@@ -302,15 +318,7 @@ def _emit(build: Build, meanwhile: Meanwhile) -> dict[str, TargetOutput]:
     seen: set[Diagnostic] = set()
     for target in build.targets:  # merged in target order, whatever ran where
         item = by_target[target]
-        # The resolver reports a pruned recursion once per tool; workers that lowered apart would each report it.
-        # A lowering's diagnostics name their target, so only the resolver's (none) can repeat: only they are
-        # hashed (Microsoft Graph: 200,000 of the others).
-        for diagnostic in item.diagnostics:
-            if not diagnostic.provider:
-                if diagnostic in seen:
-                    continue
-                seen.add(diagnostic)
-            build.diagnostics.add(diagnostic)
+        _merge_diagnostics(build, item.diagnostics, seen)
         array = Path(item.tools_path)
         fits = fits_one_request(target, len(item.layout.spans))
         if fits:

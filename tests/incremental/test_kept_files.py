@@ -135,7 +135,7 @@ def test_a_damaged_record_never_changes_the_output(spec: Path, tmp_path: Path, m
     else:  # a record that says another file's recipe made this one: it is still made from its own
         rows = data["payload"]
         first, second = sorted(path for path in rows if "/toolsets/" in path)[:2]
-        rows[first] = [rows[second][0], rows[first][1]]
+        rows[first] = [rows[second][0], *rows[first][1:]]
         path.write_bytes(orjson.dumps(data))
     made.clear()
     build, again = compile_into(spec, out)

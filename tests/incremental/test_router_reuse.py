@@ -308,3 +308,28 @@ def test_without_an_output_folder_nothing_is_kept(tmp_path: Path) -> None:
     with router.pieces("_catalog.json") as pieces:
         assert pieces.piece("k", lambda: (b"x", [])) == b"x"
     assert router.entry() is None
+
+
+def test_a_data_file_as_recorded_has_its_pieces_reused_unhashed(spec: Path, tmp_path: Path, made: list[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data files in the output folder keep the stamps recorded as it was written: a recompile hashes only the
+    pieces it makes, not the ones it reads back (`reuse.stamps`); a file touched since has its pieces checked."""
+    out = tmp_path / "out"
+    compile_into(spec, out, codegen=True)
+    hashed: list[int] = []
+    real = reuse._sha256
+    monkeypatch.setattr(reuse, "_sha256", lambda data: hashed.append(len(data)) or real(data))
+    monkeypatch.setattr(python, "can_fork", lambda: False)  # the router made here, where it is counted
+    _edit(spec, _reword)
+    made.clear()
+    _build, recompiled = compile_into(spec, out, codegen=True)
+    assert recompiled == _clean(spec, tmp_path)[0]
+    assert made and len(hashed) == len(made), "only the pieces made are hashed"
+    catalog = out / "python" / "toolc_router" / "_catalog.json"
+    found = catalog.stat()
+    os.utime(catalog, ns=(found.st_atime_ns, found.st_mtime_ns + 1_000_000_000))
+    _edit(spec, lambda document: _operations(document)[7].update(description="Reworded once more."))
+    hashed.clear()
+    made.clear()
+    _build, recompiled = compile_into(spec, out, codegen=True)
+    assert len(hashed) > len(made), "the touched file's pieces are checked"

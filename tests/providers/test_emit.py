@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,9 +12,9 @@ from click.testing import CliRunner
 
 from compiler.cli import main
 from compiler.config import Config
-from compiler.infra.diagnostics import Diagnostics
+from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.pipeline import adhoc_inputs, compile_project
-from compiler.providers import codes
+from compiler.providers import codes, schemas
 from compiler.providers.dialect import FamilyLowering, LoweringCache, NotStrictHere
 from compiler.providers.lower import lower_target
 from compiler.providers.registry import validate
@@ -208,3 +209,16 @@ def test_the_targets_of_a_family_share_a_tools_name_map_entry() -> None:
         for target, result in (("openai-chat", chat), ("openai-responses", responses)):
             assert result.entries[name] == lower(catalog, target).entries[name]
     assert chat.entries["t"]["tool"] != chat.entries["u"]["tool"]
+
+
+def test_merged_diagnostics_keep_their_order_and_the_resolvers_once_each() -> None:
+    """`schemas._merge_diagnostics` adds runs of a lowering's diagnostics whole: the result is the one a loop adding
+    each in turn gives, a diagnostic without a target (the resolver's) added only the first time it is met."""
+    pruned = Diagnostic.of("TC205", "recursion pruned", source="api", tool="api:a")
+    other = Diagnostic.of("TC205", "recursion pruned elsewhere", source="api", tool="api:b")
+    lowered = [Diagnostic.of("TC420", f"loss {n}", source="api", tool="api:a", provider="openai-chat") for n in range(4)]
+    runs = [[pruned, *lowered[:2], pruned, other], [lowered[2], pruned, lowered[3], other, other], []]
+    build, seen = SimpleNamespace(diagnostics=Diagnostics()), set()
+    for found in runs:
+        schemas._merge_diagnostics(build, found, seen)
+    assert build.diagnostics.items == [pruned, *lowered[:2], other, lowered[2], lowered[3]]

@@ -13,7 +13,7 @@ import pytest
 
 from compiler.build import Build, Layout, Span
 from compiler.config import Config
-from compiler.fit import aside
+from compiler.fit import aside, forms
 from compiler.infra.output import FileSet, read_tree
 from compiler.infra.parallel import can_fork
 from compiler.pipeline import adhoc_inputs, compile_project, write_build
@@ -71,3 +71,28 @@ def test_the_child_takes_the_last_targets_holding_at_most_half_the_bytes() -> No
     assert aside._aside(outputs) == ["anthropic", "gemini"]  # 349 MB of 706, written while this process does 357
     assert aside._aside({"anthropic": _output("anthropic", 273)}) == []  # one target: this process would wait
     assert aside._aside({target: _output(target, 1) for target in megabytes}) == []  # 4 MB: not worth a fork
+
+
+@pytest.mark.skipif(not can_fork(), reason="the child is forked")
+def test_the_child_writes_the_deferred_form_no_byte_limit_applies_to(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI Responses' deferred form has no byte limit: the child writes it, and this process takes it in after
+    its last target, its size put in the index as one process writing it would. Claude's has one (its size decides
+    whether it is sent): written here, as before."""
+    monkeypatch.setenv("TOOLC_JOBS", "1")
+    monkeypatch.setattr(FileSet, "SPOOL_MIN", 4096)
+    _build, alone = _compile(tmp_path, "alone")
+    written_here: list[str] = []
+    real = forms._write_deferred
+    monkeypatch.setattr(forms, "_write_deferred", lambda build, kept, path, *rest: written_here.append(path) or real(
+        build, kept, path, *rest))
+    monkeypatch.setattr(aside, "WRITE_ASIDE_MIN_BYTES", 0)
+    monkeypatch.setattr(aside, "cores", lambda: 2)
+    build, beside = _compile(tmp_path, "aside")
+    assert beside == alone
+    deferred = "schemas/openai-responses.deferred.json"
+    assert deferred in beside and written_here == ["schemas/anthropic.deferred.json"]
+    assert build.files.known_digest(deferred) == "sha256:" + hashlib.sha256(alone[deferred]).hexdigest()
+    index = json.loads(beside["schemas/toolsets/index.json"])
+    assert index["targets"]["openai-responses"]["files"]["deferred"]["bytes"] == len(alone[deferred])
+    build.files.release_spool()

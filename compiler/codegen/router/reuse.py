@@ -12,7 +12,10 @@ every time too. The bytes are those of a compile from nothing because each piece
 what its key holds.
 
 A hit is read from the last compile's file in the output folder by its byte range and checked against the sha256
-the entry recorded: a file edited or replaced since gives a miss, and the piece is made again. One file per
+the entry recorded: a file edited or replaced since gives a miss, and the piece is made again. A file that still
+has the stamp recorded as the output folder was written (`incremental.stamps`) was not written since: its pieces'
+sha256s hold unread (Microsoft Graph's `_catalog.json`, 168 MB, was hashed piece by piece on every recompile,
+then again as the new file was written). One file per
 output folder (`.toolc-cache/<output>.router.json`: data file → key → [offset, length, sha256, diagnostics]),
 holding only this compile's pieces; toolc's identity is in the store's envelope, so another toolc's pieces are
 never read, and a damaged or foreign file is ignored with a TC140 note (`incremental.store`). The router is made
@@ -30,13 +33,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.incremental import store
+from compiler.incremental import stamps, store
 from compiler.infra.diagnostics import Diagnostic, Diagnostics
 from compiler.infra.output import SpooledFile
 from compiler.infra.serialize import compact_json
 
+PACKAGE = "toolc_router"
+"""The router package's name (in the output's `python/`)."""
 KIND = "router"
 _VERSION = "1"
+_STAMPS = "stamps"
+"""The payload's entry of each data file's stamp (data file → stamp), beside the data files' pieces."""
 
 
 def _sha256(data: bytes) -> str:
@@ -52,10 +59,10 @@ class FilePieces:
     """One data file's pieces as the file is made: `frame` the bytes between pieces, `piece` each piece (reused,
     or made by the caller), so each piece's byte range in the new file is known and kept for the next compile.
     `previous`: the last compile's pieces of this file (key → [offset, length, sha256, diagnostics]);
-    `folder_file`: that file in the output folder."""
+    `folder_file`: that file in the output folder; `as_recorded`: it has the stamp recorded with the pieces."""
 
-    def __init__(self, previous: dict[str, Any], folder_file: Path | None, keep: bool) -> None:
-        self._previous, self._folder_file = previous, folder_file
+    def __init__(self, previous: dict[str, Any], folder_file: Path | None, keep: bool, as_recorded: bool = False) -> None:
+        self._previous, self._folder_file, self._as_recorded = previous, folder_file, as_recorded
         self.now: dict[str, list[Any]] | None = {} if keep else None
         self._position = 0
         self._fd: int | None = None
@@ -97,7 +104,7 @@ class FilePieces:
             data = self._read(offset, length)
         except (OSError, TypeError, ValueError, KeyError, IndexError):
             return None
-        if len(data) != length or _sha256(data) != sha:
+        if len(data) != length or (not self._as_recorded and _sha256(data) != sha):
             return None  # the folder's file was edited or replaced since: made again
         return data, sha, replayed
 
@@ -128,6 +135,9 @@ class RouterReuse:
     def __init__(self, out_dir: Path | None, folder: Path | None, diagnostics: Diagnostics) -> None:
         found = store.load(out_dir, KIND, diagnostics, _well_formed) if out_dir is not None else None
         self._previous: dict[str, Any] = found.payload if found is not None and found.key == _VERSION else {}
+        recorded = self._previous.get(_STAMPS)
+        sealed = found is not None and found.sealed  # else its stamps may have been edited with its ranges
+        self._stamps: dict[str, Any] = recorded if isinstance(recorded, dict) and sealed else {}
         self._folder = folder
         self.keeps = out_dir is not None
         """Whether pieces are kept for the next compile (else no key or digest need be made)."""
@@ -137,8 +147,11 @@ class RouterReuse:
     def pieces(self, name: str) -> Iterator[FilePieces]:
         previous = self._previous.get(name)
         file = self._folder / name if self._folder is not None else None
-        pieces = FilePieces(previous if isinstance(previous, dict) else {},
-                            file if file is not None and file.is_file() else None, self.keeps)
+        recorded = self._stamps.get(name)
+        as_recorded = file is not None and isinstance(recorded, str) and bool(recorded) and \
+            stamps.of_path(file) == recorded
+        pieces = FilePieces(previous if isinstance(previous, dict) and name != _STAMPS else {},
+                            file if file is not None and file.is_file() else None, self.keeps, as_recorded)
         try:
             yield pieces
         finally:
@@ -160,8 +173,12 @@ class RouterFiles:
     cache: store.Entry | None
 
 
-def save(out_dir: Path, entry: store.Entry) -> None:
-    store.save(out_dir, KIND, entry)
+def save(out_dir: Path, entry: store.Entry, folder: Path) -> None:
+    """Once the output folder holds the router (`folder`): the pieces, with each data file's stamp taken now."""
+    found = {name: stamps.of_path(folder / name) for name in entry.payload if name != _STAMPS}
+    if not stamps.settle(found.values()):
+        found = {}
+    store.save(out_dir, KIND, store.Entry(entry.key, {**entry.payload, _STAMPS: found}, entry.blob))
 
 
 def _well_formed(payload: Any) -> bool:

@@ -38,7 +38,7 @@ from compiler.codegen.router.guard import policy_aliases, schemas_chunks, secret
 from compiler.codegen.router.names import AMBIGUOUS_NAME, NameMaps, ambiguous_names, name_maps
 from compiler.codegen.router.parts import PARTS_MODULE, included_parts, left_out_files, parts_module
 from compiler.codegen.router.pins import pins_file
-from compiler.codegen.router.reuse import FilePieces, RouterFiles, RouterReuse, piece_key
+from compiler.codegen.router.reuse import PACKAGE, FilePieces, RouterFiles, RouterReuse, piece_key
 from compiler.codegen.router.serve import mcp_names, serve_chunks
 from compiler.codegen.router.tables import (
     api_rows,
@@ -61,7 +61,6 @@ from compiler.infra.serialize import compact_json
 from compiler.ir import HttpBinding, McpBinding, Tool
 from compiler.refs import RefResolver
 
-PACKAGE = "toolc_router"
 RENDER_FAILED = "TC636"
 
 TEMPLATE = "router/_tables.py.jinja"
