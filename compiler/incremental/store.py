@@ -92,10 +92,13 @@ def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
     return fd
 
 
-def read_regular(path: Path) -> bytes:
-    """The whole of the regular file `path` (`open_regular`)."""
+def read_regular(path: Path, size: int) -> bytes:
+    """The whole of the regular file `path` (`open_regular`), read only when it has the `size` recorded with it: a
+    file planted in its place (a sparse one of many GB costs no disk) is refused by its size, never read."""
     with os.fdopen(open_regular(path), "rb") as file:
-        return file.read()
+        if os.fstat(file.fileno()).st_size != size:
+            raise OSError(errno.EFBIG, "not the size recorded with it", str(path))
+        return file.read(size)
 
 
 def _read(path: Path, diagnostics: Diagnostics) -> tuple[bytes, str] | None:
@@ -110,7 +113,7 @@ def _read(path: Path, diagnostics: Diagnostics) -> tuple[bytes, str] | None:
         return None
 
 
-def _decode(raw: bytes) -> Any:
+def decode(raw: bytes) -> Any:
     """`orjson.loads` with the cyclic GC paused: a cache file is millions of small acyclic containers (Microsoft
     Graph's lowering index: 25 MB), and the collections their allocation sets off would triple the load's time.
     Decoded JSON holds no cycle, so nothing is left for the collector to find later. What was decoded is then
@@ -123,7 +126,7 @@ def _decode(raw: bytes) -> Any:
 
 def _entry(raw: bytes, path: Path, kind: str, diagnostics: Diagnostics, valid: Callable[[Any], bool]) -> Entry | None:
     try:
-        data = _decode(raw)
+        data = decode(raw)
     except orjson.JSONDecodeError:
         ignored(diagnostics, path, "not JSON (corrupted)")
         return None

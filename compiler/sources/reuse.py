@@ -12,7 +12,7 @@ from here is then the tool a compile from nothing builds, whatever the other ope
 
 The blob's digest (in its envelope) catches damage, not a hand that writes both: like every cache of toolc's, a
 file consistent with itself is trusted as toolc wrote it, but it is read only as a regular file of its own
-(`store.read_regular`), and what does not decode is built again.
+(`store.read_regular`, and only at the size recorded with it), and what does not decode is built again.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import orjson
 
 from compiler.build import KnownTool
 from compiler.incremental import store
-from compiler.infra.collector import paused_then_frozen
 from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.serialize import ToolReader, tool_to_json
 from compiler.ir import Tool
@@ -114,8 +113,8 @@ class ToolReuse:
         try:
             blob.parent.mkdir(parents=True, exist_ok=True)
             blob.write_bytes(encoded)
-            store.save_with_blob(out_dir, KIND, store.Entry(PAYLOAD_KEY, None, hashlib.sha256(encoded).hexdigest()),
-                                 blob)
+            entry = store.Entry(PAYLOAD_KEY, {"bytes": len(encoded)}, hashlib.sha256(encoded).hexdigest())
+            store.save_with_blob(out_dir, KIND, entry, blob)
         except OSError:  # best effort, as every cache: the next compile builds every tool
             pass
         finally:
@@ -178,14 +177,14 @@ class _Arguments:
 
 def load(out_dir: Path, diagnostics: Diagnostics) -> ToolReuse:
     """The tools cache beside `out_dir` (an empty one when there is none or it is not ours: then a TC140 note).
-    Its blob is read whole and checked against the sha256 its envelope holds (Microsoft Graph's: 30 MB, 0.03 s):
-    a cache altered since it was written is never decoded."""
-    entry = store.load(out_dir, KIND, diagnostics)
+    Its blob is read whole when it has the size its envelope records, and checked against the sha256 there
+    (Microsoft Graph's: 30 MB, 0.03 s): a cache altered since it was written is never decoded."""
+    entry = store.load(out_dir, KIND, diagnostics, valid=_sized)
     if entry is None:
         return ToolReuse()
     path = store.cache_path(out_dir, KIND, suffix=".blob")
     try:
-        raw = store.read_regular(path)
+        raw = store.read_regular(path, entry.payload["bytes"])
     except OSError as exc:
         store.ignored(diagnostics, path, f"unreadable ({exc.strerror or exc})")
         return ToolReuse()
@@ -193,8 +192,7 @@ def load(out_dir: Path, diagnostics: Diagnostics) -> ToolReuse:
         store.ignored(diagnostics, path, "its tools do not match the digest recorded with them (altered)")
         return ToolReuse()
     try:
-        with paused_then_frozen():  # the decoded tools become the catalog's: alive, acyclic, until the compile ends
-            sources = orjson.loads(raw)
+        sources = store.decode(raw)  # paused, then frozen: the decoded tools become the catalog's
     except orjson.JSONDecodeError:  # the digest matched: a cache written as it is, not altered since
         sources = None
     if not _valid(sources):
@@ -209,6 +207,11 @@ def _place(at: Any) -> int:
     if type(at) is not int or at < 0:
         raise IndexError(at)
     return at
+
+
+def _sized(payload: Any) -> bool:
+    """The envelope's payload: the blob's size, checked before the blob is read."""
+    return isinstance(payload, dict) and type(payload.get("bytes")) is int
 
 
 def _valid(sources: Any) -> bool:

@@ -18,6 +18,7 @@ import pytest
 from compiler.build import Build
 from compiler.config import load_config
 from compiler.incremental import store
+from compiler.infra.diagnostics import Diagnostics
 from compiler.infra.output import read_tree
 from compiler.infra.serialize import ToolReader, tool_to_json
 from compiler.pipeline import compile_project, write_build
@@ -274,22 +275,37 @@ def _negative_places(out: Path) -> None:
     _rewritten_blob(out, orjson.dumps(sources))
 
 
+def _sparse_blob(out: Path) -> None:
+    """A blob of 8 GiB (sparse: no disk) in place of the cache's, which a reader that reads it whole before it
+    checks it would hold in memory."""
+    blob = store.cache_path(out, reuse.KIND, suffix=".blob")
+    blob.unlink()
+    with blob.open("wb") as file:
+        file.truncate(8 << 30)
+
+
 @pytest.mark.parametrize("damage", [_corrupt_blob, _corrupt_envelope, _foreign, _not_json_with_its_digest,
-                                    _too_deep_with_its_digest],
+                                    _too_deep_with_its_digest, _sparse_blob],
                          ids=["altered tools", "corrupted envelope", "another toolc's", "not JSON, its digest held",
-                              "nested past the decoder's depth, its digest held"])
+                              "nested past the decoder's depth, its digest held", "a sparse giant in its place"])
 def test_a_damaged_or_foreign_cache_is_ignored_with_a_note(spec: Path, built: list[str],
                                                            damage: Callable[[Path], None]) -> None:
     folder = spec.parent
-    _compile(folder)
-    damage(folder / "out")
-    _edit(spec, _reword)
-    built.clear()
-    build, changed = _compile(folder)
+    build, changed = _reworded_after(spec, built, damage)
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED and f".{reuse.KIND}." in d.source]
     assert notes, "a TC140 note says the tools cache was not used"
     assert len(built) == _operations(spec), "every tool built again"
     assert (changed, _diagnostics(build)) == _clean(folder)
+
+
+def _reworded_after(spec: Path, built: list[str], damage: Callable[[Path], None]) -> tuple[Build, dict[str, bytes]]:
+    """A compile, `damage` done to its output's tools cache, one description reworded, then the recompile (what it
+    built is in `built`)."""
+    _compile(spec.parent)
+    damage(spec.parent / "out")
+    _edit(spec, _reword)
+    built.clear()
+    return _compile(spec.parent)
 
 
 def test_a_source_whose_operations_do_more_than_build_a_tool_is_not_kept(spec: Path, built: list[str]) -> None:
@@ -352,11 +368,17 @@ def test_tools_read_back_equal_the_tools_built(spec: Path) -> None:
 
 
 def test_arguments_named_by_a_negative_place_are_built_again(spec: Path, built: list[str]) -> None:
+    build, changed = _reworded_after(spec, built, _negative_places)
+    assert built, "a tool whose arguments the cache names by a negative place is built, not decoded"
+    assert (changed, _diagnostics(build)) == _clean(spec.parent)
+
+
+def test_a_blob_not_of_its_recorded_size_is_refused_unread(spec: Path) -> None:
+    """Refused by its size before a byte is read: reading the sparse giant to hash it would hold 8 GiB."""
     folder = spec.parent
     _compile(folder)
-    _negative_places(folder / "out")
-    _edit(spec, _reword)
-    built.clear()
-    build, changed = _compile(folder)
-    assert built, "a tool whose arguments the cache names by a negative place is built, not decoded"
-    assert (changed, _diagnostics(build)) == _clean(folder)
+    _sparse_blob(folder / "out")
+    diagnostics = Diagnostics()
+    assert reuse.load(folder / "out", diagnostics).prior == {}
+    assert [d.code for d in diagnostics.items] == [store.CACHE_IGNORED]
+    assert "not the size recorded with it" in diagnostics.items[0].message
