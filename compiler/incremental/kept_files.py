@@ -86,7 +86,7 @@ class KeptFiles:
         settled = stamps.settle(found.values())
         for path, row in self._now.items():
             row[2] = found[path] if settled else ""
-        if self._now != self._previous:
+        if self._now != self._previous or not self._sealed:  # a record that lost its seal is sealed again
             store.save(self._out_dir, KIND, store.Entry(_FORMAT, self._now))
 
 

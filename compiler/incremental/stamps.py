@@ -24,6 +24,9 @@ _COARSE_CLOCK = 5 if sys.platform.startswith("linux") else time.CLOCK_REALTIME
 """CLOCK_REALTIME_COARSE (Linux, not named by Python): the clock a coarse kernel takes file times from."""
 _SETTLE_LIMIT_NS = 50_000_000
 """How long `settle` waits at most (a coarse tick is 1 to 10 ms); a clock that far behind a file: no stamp."""
+_COARSEST_TRUSTED_NS = 1_000_000
+"""A modification time that is a whole number of these is taken for one a coarse file system rounded (one in a
+million fine-grained times is too: it then costs one pass of hashing)."""
 
 
 def of(result: os.stat_result) -> str:
@@ -42,7 +45,11 @@ def of_path(path: os.PathLike[str] | str) -> str:
 def settle(stamps: Iterable[str]) -> bool:
     """Wait until a write from now on would give each of `stamps` another modification time (at most a tick of
     the clock); False when the clock does not get there (then the stamps must not be recorded)."""
-    latest = max((int(stamp.rsplit(":", 1)[1]) for stamp in stamps if stamp), default=0)
+    times = [int(stamp.rsplit(":", 1)[1]) for stamp in stamps if stamp]
+    if any(time_ns % _COARSEST_TRUSTED_NS == 0 for time_ns in times):
+        return False  # a file system that keeps whole ms or coarser (FAT, exFAT, HFS+, ext4 with small inodes):
+        # the clock is past such a time at once, and a write within its tick would keep the stamp
+    latest = max(times, default=0)
     deadline = time.monotonic_ns() + _SETTLE_LIMIT_NS
     while time.clock_gettime_ns(_COARSE_CLOCK) <= latest:
         if time.monotonic_ns() > deadline:

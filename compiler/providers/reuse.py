@@ -190,6 +190,7 @@ class PriorLowerings:
         self._base: Mapping[str, Any] | None = None
         """The index as its file holds it (a delta is saved against it)."""
         self._base_own = self._previous_blob = self._previous_stamp = ""
+        self._trusted = self._base_sealed = False
         self._previous: Mapping[str, Any] = {}
         if found is not None and found.key == self._settings:
             delta = _delta(out_dir, target, found, self._settings, diagnostics)
@@ -197,6 +198,7 @@ class PriorLowerings:
             trusted = found.sealed and last.sealed
             self._blob = _open_blob(self._blob_path, last.stamp if trusted else "", diagnostics)
             if self._blob is not None:
+                self._trusted, self._base_sealed = trusted, found.sealed
                 self._base, self._base_own = found.payload, found.own
                 self._previous = _merged(found.payload, delta)
                 self._previous_blob, self._previous_stamp = last.blob, last.stamp
@@ -331,7 +333,8 @@ class PriorLowerings:
         if tools_file not in (self._blob_path, self._in_place):
             store.save_with_blob(self._out_dir, kind(self._target), entry, tools_file)
             store.forget(self._out_dir, delta_kind(self._target))
-        elif payload != self._previous or stamp != self._previous_stamp:  # the cache's tools file, as it is or grown
+        elif payload != self._previous or stamp != self._previous_stamp or not self._trusted:
+            # the cache's tools file, as it is or grown (an index that lost its seal is saved again, sealed)
             delta = self._delta_of(payload)
             if delta is None:
                 store.save(self._out_dir, kind(self._target), entry)
@@ -343,7 +346,7 @@ class PriorLowerings:
     def _delta_of(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
         """`payload` as the records put and the keys dropped since the index file (a hit's record is the index's
         own object, `_record`); None when there is no index to save against or the delta would be too big."""
-        if self._base is None:
+        if self._base is None or not self._base_sealed:  # a delta on an unsealed index would never be trusted
             return None
         base = self._base
         put = {key: item for key, item in payload.items() if base.get(key) is not item}
@@ -353,6 +356,8 @@ class PriorLowerings:
         return {"put": put, "drop": drop}
 
     def _decode(self, item: Any, tool: Tool) -> Outcome:
+        if "entry" not in item or "at" not in item:  # both read back by `_record` when saving
+            raise KeyError("a record without its entry or its place")
         diagnostics = [Diagnostic.from_row(d) for d in item["diagnostics"]]
         resolver = [Diagnostic.from_row(d) for d in item["resolver"]]
         if item["lowered"] is None:

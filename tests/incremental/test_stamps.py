@@ -281,3 +281,41 @@ def test_a_delta_that_is_not_the_indexs_is_ignored(spec: Path, tmp_path: Path, s
     assert len(span_checks) >= 139 if damage != "edited" else span_checks
     notes = [d for d in build.diagnostics if d.code == store.CACHE_IGNORED]
     assert len(notes) == (1 if damage == "not json" else 0), notes
+
+
+@pytest.mark.parametrize("kind", [kept_files.KIND, reuse.kind("openai-chat")], ids=["kept files", "lowering index"])
+def test_a_record_that_lost_its_seal_is_sealed_again(spec: Path, tmp_path: Path, kind: str) -> None:
+    """A seal lost (a compile killed between a save and its seal, a clock that would not settle) costs one
+    compile's hashing, not every later one's: the record is saved again, sealed, unchanged or grown."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    seal = store.cache_path(out, kind, suffix=".seal")
+    seal.unlink()
+    compile_into(spec, out)  # nothing changed
+    assert seal.exists()
+    seal.unlink()
+    reword(spec, "Reworded.")
+    compile_into(spec, out)  # the tools file grows: no delta against an unsealed index
+    assert seal.exists()
+
+
+def test_a_lowering_record_without_its_place_is_a_miss(spec: Path, tmp_path: Path) -> None:
+    """A damaged record that decodes (no lowering) but lacks what saving reads back is lowered again, not a
+    KeyError when the index is saved."""
+    out = tmp_path / "out"
+    compile_into(spec, out)
+    index = store.cache_path(out, reuse.kind("anthropic"))
+    data = orjson.loads(index.read_bytes())
+    for key, item in data["payload"].items():
+        data["payload"][key] = {"lowered": None, "entry": item["entry"], "diagnostics": [], "resolver": []}
+    index.write_bytes(orjson.dumps(data))
+    reword(spec, "Reworded.")
+    assert compile_into(spec, out)[1] == clean(spec, tmp_path, "clean")
+
+
+def test_a_time_rounded_by_a_coarse_file_system_never_settles() -> None:
+    """A whole-second time (FAT, HFS+, ext4 with small inodes) is long past on the clock, yet a same-size write
+    within that second keeps it: such a stamp is never recorded."""
+    assert not stamps.settle(["1:2:3:1764000000000000000"])
+    assert not stamps.settle(["1:2:3:1764000000123456789", "1:2:4:1764000001000000000"])
+    assert stamps.settle(["1:2:3:1764000000123456789"])

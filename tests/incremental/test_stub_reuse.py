@@ -121,7 +121,7 @@ def test_models_reused_whole_neither_read_nor_write_the_chunk_cache(spec: Path, 
     saved = (path.stat().st_ino, path.stat().st_mtime_ns)
     loaded: list[str] = []
     real = store.load
-    monkeypatch.setattr(store, "load", lambda out_dir, kind, *args: loaded.append(kind) or real(out_dir, kind, *args))
+    monkeypatch.setattr(store, "load", lambda out_dir, kind, *args, **kwargs: loaded.append(kind) or real(out_dir, kind, *args, **kwargs))
     _reword(spec, 3, "Reworded.")
     _build, recompiled = compile_into(spec, out, codegen=True)
     assert chunk_reuse.KIND not in loaded and KIND in loaded

@@ -122,13 +122,14 @@ def source_tools(build: Build) -> dict[str, list[Tool]]:
     return found
 
 
-def generate_stubs(build: Build, names: StubNames | None = None) -> dict[str, bytes]:
-    """`names`: this compile's stub names (`stub_names`; made here when not given)."""
-    return stub_files(build, names).files
+def generate_stubs(build: Build) -> dict[str, bytes]:
+    """Every source package's files (the compile itself goes through `stub_files`, with its stub names)."""
+    return stub_files(build).files
 
 
 def stub_files(build: Build, names: StubNames | None = None) -> PiecedFiles:
-    """Every source package's files, and which modules are pieces of functions (`generate_stubs`)."""
+    """Every source package's files, and which modules are pieces of functions. `names`: this compile's stub
+    names (`stub_names`; made here when not given)."""
     packages = package_names(build.catalog.sources)
     for source in build.catalog.sources:
         plain = snake_name(source.id, fallback="source", prefix="s")
